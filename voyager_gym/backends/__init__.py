@@ -1,0 +1,1 @@
+"""Backends VoyagerEnv runs on: `sim` (SimDroid, the default) and `androidworld` (a real emulator)."""

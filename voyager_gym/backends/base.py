@@ -1,0 +1,57 @@
+"""The backend contract VoyagerEnv runs on: SimDroid and the real AndroidWorld both implement it."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+
+from voyager_gym.actions import Action
+from voyager_gym.observation import UIElement
+
+
+class BackendError(RuntimeError):
+    """The device failed (emulator crash, lost a11y tree...): the episode ends as errored."""
+
+
+class Backend(abc.ABC):
+    """A phone that runs task instances. VoyagerEnv never knows which backend it has."""
+
+    screen_size: tuple[int, int] = (1080, 2400)  # logical (width, height)
+
+    @property
+    @abc.abstractmethod
+    def task_names(self) -> list[str]:
+        """Every task this backend can run."""
+
+    @abc.abstractmethod
+    def task_info(self, name: str) -> dict[str, Any]:
+        """Static facts about a task: name, app_names, complexity, max_steps."""
+
+    @abc.abstractmethod
+    def generate_params(self, name: str, instance_seed: int) -> dict[str, Any]:
+        """AndroidWorld's seeded `generate_random_params`; the result carries `seed`."""
+
+    @abc.abstractmethod
+    def reset(self, name: str, params: dict[str, Any], rng: np.random.Generator) -> str:
+        """Set the phone up for a task instance (home screen, app data); return the goal text.
+        `rng` is the env's generator: the only randomness a backend may draw from."""
+
+    @abc.abstractmethod
+    def observe(self, pixels: bool = True) -> tuple[np.ndarray | None, list[UIElement], str]:
+        """(pixels or None, ui elements, screen key) for the current screen."""
+
+    @abc.abstractmethod
+    def execute(self, action: Action) -> None:
+        """Carry out an action. Raise ActionError if it cannot be (invalid); anything else is a device error."""
+
+    @abc.abstractmethod
+    def score(self) -> float:
+        """The verifier's score for the current instance, 0..1."""
+
+    def expert_action(self) -> Action:
+        raise NotImplementedError(f"{type(self).__name__} has no expert")
+
+    def close(self) -> None:
+        """Release the device."""

@@ -1,0 +1,333 @@
+"""Draws SimDroid's widget tree to RGB pixels, fast.
+
+Rasterising text is most of the cost of a frame, so every glyph run, icon and rounded corner is rasterised once
+into an alpha mask and cached; a frame is solid fills plus alpha blits of cached masks, done with numpy.
+Whole frames are cached too, keyed by the tree's visual content, so revisiting a screen costs a lookup.
+Only called when pixels are asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from voyager_gym.backends.sim.widgets import SCREEN_H, SCREEN_W, Bounds, Node, clip_bounds
+
+_FONT_PATHS = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+)
+_BOLD_PATHS = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans-Bold.ttf",
+)
+
+
+@lru_cache(maxsize=256)
+def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
+    for p in _BOLD_PATHS if bold else _FONT_PATHS:
+        if os.path.exists(p):
+            return ImageFont.truetype(p, size)
+    return ImageFont.load_default(size=size)
+
+
+def _as_mask(img: Image.Image) -> np.ndarray:
+    return np.asarray(img, dtype=np.uint16)[..., None]
+
+
+class Renderer:
+    """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
+
+    def __init__(self, scale: float = 1.0, frame_cache: int = 8):
+        if not (0.05 <= scale <= 2.0):
+            raise ValueError(f"render scale must be in [0.05, 2.0], got {scale}")
+        self.scale = scale
+        self.W = max(1, round(SCREEN_W * scale))
+        self.H = max(1, round(SCREEN_H * scale))
+        self.frame_cache = frame_cache
+        self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._masks: dict[tuple, np.ndarray] = {}
+        self.stats = {"hits": 0, "misses": 0}
+
+    # -- public ----------------------------------------------------------------------------------------
+    def render(self, root: Node) -> np.ndarray:
+        """The frame for `root` (H, W, 3) uint8. The array may be shared with the cache: copy before writing."""
+        key = hash(tuple(n.visual_tuple() for n in root.walk()))
+        frame = self._frames.get(key)
+        if frame is not None:
+            self._frames.move_to_end(key)
+            self.stats["hits"] += 1
+            return frame
+        self.stats["misses"] += 1
+        frame = np.empty((self.H, self.W, 3), dtype=np.uint8)
+        frame[:] = root.bg or (255, 255, 255)
+        self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H))
+        frame.setflags(write=False)
+        if self.frame_cache > 0:
+            self._frames[key] = frame
+            while len(self._frames) > self.frame_cache:
+                self._frames.popitem(last=False)
+        return frame
+
+    def px(self, v: float) -> int:
+        return int(round(v * self.scale))
+
+    def rect(self, b: Bounds) -> tuple[int, int, int, int]:
+        return self.px(b[0]), self.px(b[1]), self.px(b[2]), self.px(b[3])
+
+    # -- drawing primitives ----------------------------------------------------------------------------
+    def fill(self, frame: np.ndarray, r: tuple[int, int, int, int], color) -> None:
+        x0, y0, x1, y1 = r
+        if x1 > x0 and y1 > y0:
+            frame[y0:y1, x0:x1] = color
+
+    def blit(self, frame: np.ndarray, x: int, y: int, mask: np.ndarray, color, clip) -> None:
+        """Alpha-blend `color` through `mask` (h, w, 1 uint16 in 0..255) at (x, y), clipped to `clip` px."""
+        h, w = mask.shape[:2]
+        cx0, cy0, cx1, cy1 = clip
+        x0, y0, x1, y1 = max(x, cx0), max(y, cy0), min(x + w, cx1), min(y + h, cy1)
+        if x1 <= x0 or y1 <= y0:
+            return
+        m = mask[y0 - y : y1 - y, x0 - x : x1 - x]
+        sub = frame[y0:y1, x0:x1]
+        c = np.asarray(color[:3], dtype=np.uint16)
+        sub[:] = (sub * (255 - m) + c * m + 127) // 255
+
+    def text_mask(self, text: str, size: int, bold: bool, width: int = 0, lines: int = 1) -> np.ndarray:
+        key = ("t", text, size, bold, width if lines > 1 else 0, lines)
+        m = self._masks.get(key)
+        if m is None:
+            f = font(size, bold)
+            rows = self._wrap(text, f, width, lines) if lines > 1 else [text.replace("\n", " ")]
+            line_h = int(size * 1.3)
+            wmax = max([1] + [int(math.ceil(f.getlength(r))) + 2 for r in rows])
+            img = Image.new("L", (wmax, max(1, line_h * len(rows))), 0)
+            d = ImageDraw.Draw(img)
+            for i, r in enumerate(rows):
+                d.text((0, i * line_h + int(size * 0.1)), r, fill=255, font=f)
+            m = self._masks[key] = _as_mask(img)
+        return m
+
+    @staticmethod
+    def _wrap(text: str, f: ImageFont.FreeTypeFont, width: int, lines: int) -> list[str]:
+        out: list[str] = []
+        for para in text.split("\n"):
+            cur = ""
+            for word in para.split(" "):
+                cand = word if not cur else f"{cur} {word}"
+                if width and f.getlength(cand) > width and cur:
+                    out.append(cur)
+                    cur = word
+                else:
+                    cur = cand
+            out.append(cur)
+            if len(out) >= lines:
+                break
+        return out[:lines]
+
+    def corner_mask(self, r: int) -> np.ndarray:
+        key = ("corner", r)
+        m = self._masks.get(key)
+        if m is None:
+            ss = 4
+            img = Image.new("L", (r * ss * 2, r * ss * 2), 0)
+            ImageDraw.Draw(img).ellipse((0, 0, r * ss * 2 - 1, r * ss * 2 - 1), fill=255)
+            img = img.resize((r * 2, r * 2), Image.Resampling.BOX)
+            m = self._masks[key] = _as_mask(img)
+        return m
+
+    def round_rect(self, frame, r, radius: int, color, clip) -> None:
+        x0, y0, x1, y1 = r
+        rad = min(radius, (x1 - x0) // 2, (y1 - y0) // 2)
+        if rad <= 1:
+            cr = (max(x0, clip[0]), max(y0, clip[1]), min(x1, clip[2]), min(y1, clip[3]))
+            self.fill(frame, cr, color)
+            return
+        for rr in ((x0 + rad, y0, x1 - rad, y1), (x0, y0 + rad, x0 + rad, y1 - rad), (x1 - rad, y0 + rad, x1, y1 - rad)):
+            self.fill(frame, (max(rr[0], clip[0]), max(rr[1], clip[1]), min(rr[2], clip[2]), min(rr[3], clip[3])),
+                      color)
+        cm = self.corner_mask(rad)
+        q = [cm[:rad, :rad], cm[:rad, rad:], cm[rad:, :rad], cm[rad:, rad:]]
+        for (cx, cy), m in zip(((x0, y0), (x1 - rad, y0), (x0, y1 - rad), (x1 - rad, y1 - rad)), q, strict=True):
+            self.blit(frame, cx, cy, m, color, clip)
+
+    def icon_layers(self, name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None]]:
+        """Masks for an icon at w x h px: [(mask, colour or None for the node's icon colour)]."""
+        key = ("icon", name, w, h)
+        layers = self._masks.get(key)
+        if layers is None:
+            layers = self._masks[key] = _draw_icon(name, w, h)
+        return layers
+
+    # -- the tree --------------------------------------------------------------------------------------
+    def _draw(self, frame: np.ndarray, n: Node, clip: Bounds) -> None:
+        b = clip_bounds(n.bounds, clip)
+        if b[2] <= b[0] or b[3] <= b[1]:
+            return
+        cpx = self.rect(b)
+        full = self.rect(n.bounds)
+        if n.dim:
+            x0, y0, x1, y1 = cpx
+            np.right_shift(frame[y0:y1, x0:x1], 1, out=frame[y0:y1, x0:x1])
+        if n.bg is not None:
+            if n.radius:
+                self.round_rect(frame, full, self.px(n.radius), n.bg, cpx)
+            else:
+                self.fill(frame, cpx, n.bg)
+        if n.border is not None:
+            thick = max(1, self.px(4 if n.focused else 2))
+            x0, y0, x1, y1 = full
+            self.fill(frame, (max(x0, cpx[0]), max(y1 - thick, cpx[1]), min(x1, cpx[2]), min(y1, cpx[3])),
+                      n.border)
+        tx0, ty0, tx1, ty1 = full
+        label = n.text if n.text else (n.hint if n.editable else None)
+        if n.icon:
+            iw, ih = tx1 - tx0, ty1 - ty0
+            if label and n.align == "center" and ih > iw * 0.9:  # launcher cell: icon above label
+                side = min(iw, self.px(150))
+                ix, iy, isz_w, isz_h = tx0 + (iw - side) // 2, ty0 + self.px(20), side, side
+                ty0 = iy + side + self.px(10)
+            elif label:  # icon at the left, label after it
+                side = min(ih, self.px(72))
+                ix, iy, isz_w, isz_h = tx0 + self.px(24), ty0 + (ih - side) // 2, side, side
+                tx0 = ix + side + self.px(24)
+            else:
+                side = min(iw, ih)
+                side = int(side * (0.6 if not n.icon.startswith(("switch", "app:")) else 1.0))
+                if n.icon.startswith("switch"):
+                    isz_w, isz_h = iw, ih
+                    ix, iy = tx0, ty0
+                else:
+                    isz_w = isz_h = max(1, side)
+                    ix, iy = tx0 + (iw - side) // 2, ty0 + (ih - side) // 2
+            for mask, color in self.icon_layers(n.icon, max(1, isz_w), max(1, isz_h)):
+                self.blit(frame, ix, iy, mask, color or n.icon_fg or n.fg, cpx)
+        if label:
+            size = max(6, self.px(n.size))
+            pad = self.px(n.pad)
+            width = tx1 - tx0 - 2 * pad
+            m = self.text_mask(label, size, n.bold, width, n.lines)
+            mh, mw = m.shape[:2]
+            if n.lines > 1:
+                y = ty0 + pad
+            else:
+                y = ty0 + (ty1 - ty0 - mh) // 2
+            if n.align == "center":
+                x = tx0 + (tx1 - tx0 - mw) // 2
+            elif n.align == "right":
+                x = tx1 - pad - mw
+            else:
+                x = tx0 + pad
+            color = n.fg if (n.text or not n.editable) else (128, 134, 139)
+            if not n.enabled and not n.editable:
+                color = (154, 160, 166)
+            tclip = (max(cpx[0], tx0 + pad - 2), cpx[1], min(cpx[2], tx1 - pad + 2), cpx[3])
+            self.blit(frame, x, y, m, color, tclip)
+        inner = b if n.clip else clip
+        for c in n.children:
+            self._draw(frame, c, inner)
+
+
+# -- icons ---------------------------------------------------------------------------------------------
+def _draw_icon(name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None]]:
+    ss = 3
+    W, H = w * ss, h * ss
+
+    def canvas() -> tuple[Image.Image, ImageDraw.ImageDraw]:
+        img = Image.new("L", (W, H), 0)
+        return img, ImageDraw.Draw(img)
+
+    def done(img: Image.Image) -> np.ndarray:
+        return _as_mask(img.resize((w, h), Image.Resampling.BOX))
+
+    lw = max(2, min(W, H) // 10)
+    img, d = canvas()
+    if name.startswith("switch"):
+        on = name == "switch_on"
+        track_img, td = canvas()
+        th = H * 0.45
+        td.rounded_rectangle((W * 0.1, (H - th) / 2, W * 0.9, (H + th) / 2), radius=th / 2, fill=255)
+        r = H * 0.36
+        cx = W * 0.9 - r if on else W * 0.1 + r
+        d.ellipse((cx - r, H / 2 - r, cx + r, H / 2 + r), fill=255)
+        track = (168, 199, 250) if on else (189, 193, 198)
+        thumb = (26, 115, 232) if on else (241, 243, 244)
+        return [(done(track_img), track), (done(img), thumb)]
+    if name.startswith("app:"):
+        d.ellipse((0, 0, W - 1, H - 1), fill=255)
+        letter_img, ld = canvas()
+        f = font(max(6, int(H * 0.5)), True)
+        letter = name[4:] or "?"
+        tw = f.getlength(letter)
+        ld.text(((W - tw) / 2, H * 0.2), letter, fill=255, font=f)
+        return [(done(img), None), (done(letter_img), (255, 255, 255))]
+    if name in ("check_on", "check_off"):
+        d.rounded_rectangle((W * 0.15, H * 0.15, W * 0.85, H * 0.85), radius=W * 0.08, outline=255, width=lw,
+                            fill=255 if name == "check_on" else 0)
+        layers = [(done(img), None)]
+        if name == "check_on":
+            ck, cd = canvas()
+            cd.line([(W * 0.3, H * 0.5), (W * 0.45, H * 0.66), (W * 0.72, H * 0.34)], fill=255, width=lw)
+            layers.append((done(ck), (255, 255, 255)))
+        return layers
+    shapes = {
+        "back": lambda: d.line([(W * 0.8, H / 2), (W * 0.2, H / 2), (W * 0.45, H * 0.25), (W * 0.2, H / 2),
+                                (W * 0.45, H * 0.75)], fill=255, width=lw, joint="curve"),
+        "nav_back": lambda: d.polygon([(W * 0.3, H / 2), (W * 0.65, H * 0.25), (W * 0.65, H * 0.75)], outline=255,
+                                      width=lw),
+        "nav_home": lambda: d.ellipse((W * 0.3, H * 0.25, W * 0.7, H * 0.75), outline=255, width=lw),
+        "nav_recents": lambda: d.rectangle((W * 0.35, H * 0.3, W * 0.65, H * 0.7), outline=255, width=lw),
+        "add": lambda: (d.line([(W / 2, H * 0.2), (W / 2, H * 0.8)], fill=255, width=lw),
+                        d.line([(W * 0.2, H / 2), (W * 0.8, H / 2)], fill=255, width=lw)),
+        "close": lambda: (d.line([(W * 0.25, H * 0.25), (W * 0.75, H * 0.75)], fill=255, width=lw),
+                          d.line([(W * 0.75, H * 0.25), (W * 0.25, H * 0.75)], fill=255, width=lw)),
+        "check": lambda: d.line([(W * 0.2, H * 0.5), (W * 0.42, H * 0.72), (W * 0.8, H * 0.3)], fill=255, width=lw),
+        "search": lambda: (d.ellipse((W * 0.2, H * 0.2, W * 0.6, H * 0.6), outline=255, width=lw),
+                           d.line([(W * 0.55, H * 0.55), (W * 0.8, H * 0.8)], fill=255, width=lw)),
+        "more": lambda: [d.ellipse((W / 2 - lw, H * f - lw, W / 2 + lw, H * f + lw), fill=255)
+                         for f in (0.25, 0.5, 0.75)],
+        "menu": lambda: [d.line([(W * 0.2, H * f), (W * 0.8, H * f)], fill=255, width=lw) for f in (0.3, 0.5, 0.7)],
+        "delete": lambda: (d.rectangle((W * 0.3, H * 0.35, W * 0.7, H * 0.8), outline=255, width=lw),
+                           d.line([(W * 0.22, H * 0.28), (W * 0.78, H * 0.28)], fill=255, width=lw)),
+        "edit": lambda: d.line([(W * 0.25, H * 0.75), (W * 0.75, H * 0.25)], fill=255, width=lw * 2),
+        "folder": lambda: d.polygon([(W * 0.1, H * 0.25), (W * 0.4, H * 0.25), (W * 0.5, H * 0.35),
+                                     (W * 0.9, H * 0.35), (W * 0.9, H * 0.8), (W * 0.1, H * 0.8)], fill=255),
+        "file": lambda: d.polygon([(W * 0.25, H * 0.1), (W * 0.6, H * 0.1), (W * 0.75, H * 0.25),
+                                   (W * 0.75, H * 0.9), (W * 0.25, H * 0.9)], outline=255, width=lw),
+        "battery": lambda: d.rectangle((W * 0.3, H * 0.15, W * 0.7, H * 0.9), fill=255),
+        "wifi": lambda: d.pieslice((0, H * 0.1, W, H * 1.7), 225, 315, fill=255),
+        "bluetooth": lambda: d.line([(W * 0.3, H * 0.3), (W * 0.7, H * 0.7), (W * 0.5, H * 0.9), (W * 0.5, H * 0.1),
+                                     (W * 0.7, H * 0.3), (W * 0.3, H * 0.7)], fill=255, width=lw),
+        "airplane": lambda: d.polygon([(W / 2, H * 0.1), (W * 0.9, H * 0.6), (W / 2, H * 0.5), (W * 0.1, H * 0.6)],
+                                      fill=255),
+        "play": lambda: d.polygon([(W * 0.3, H * 0.2), (W * 0.8, H / 2), (W * 0.3, H * 0.8)], fill=255),
+        "pause": lambda: (d.rectangle((W * 0.28, H * 0.2, W * 0.42, H * 0.8), fill=255),
+                          d.rectangle((W * 0.58, H * 0.2, W * 0.72, H * 0.8), fill=255)),
+        "stop": lambda: d.rectangle((W * 0.25, H * 0.25, W * 0.75, H * 0.75), fill=255),
+        "record": lambda: d.ellipse((W * 0.2, H * 0.2, W * 0.8, H * 0.8), fill=255),
+        "send": lambda: d.polygon([(W * 0.15, H * 0.2), (W * 0.85, H / 2), (W * 0.15, H * 0.8), (W * 0.25, H / 2)],
+                                  fill=255),
+        "person": lambda: (d.ellipse((W * 0.35, H * 0.15, W * 0.65, H * 0.45), fill=255),
+                           d.pieslice((W * 0.15, H * 0.5, W * 0.85, H * 1.2), 180, 360, fill=255)),
+        "kb_shift": lambda: d.polygon([(W / 2, H * 0.25), (W * 0.75, H * 0.55), (W * 0.25, H * 0.55)], outline=255,
+                                      width=lw),
+        "kb_del": lambda: d.polygon([(W * 0.2, H / 2), (W * 0.4, H * 0.3), (W * 0.8, H * 0.3), (W * 0.8, H * 0.7),
+                                     (W * 0.4, H * 0.7)], outline=255, width=lw),
+        "kb_enter": lambda: d.line([(W * 0.75, H * 0.3), (W * 0.75, H * 0.6), (W * 0.25, H * 0.6), (W * 0.4, H * 0.45),
+                                    (W * 0.25, H * 0.6), (W * 0.4, H * 0.75)], fill=255, width=lw),
+    }
+    draw = shapes.get(name)
+    if draw is not None:
+        draw()
+        return [(done(img), None)]
+    # Unknown icon names: a rounded badge with the name's first letter, so apps may name any icon.
+    d.rounded_rectangle((W * 0.1, H * 0.1, W * 0.9, H * 0.9), radius=W * 0.2, outline=255, width=lw)
+    f = font(max(6, int(H * 0.45)), True)
+    letter = name[:1].upper() or "?"
+    d.text(((W - f.getlength(letter)) / 2, H * 0.22), letter, fill=255, font=f)
+    return [(done(img), None)]

@@ -1,0 +1,244 @@
+"""SimDroid tasks: one small class per AndroidWorld task name (AndroidWorld's `TaskEval` shape).
+
+A task has AndroidWorld's class name, app names and complexity; `generate_random_params(rng)` draws its
+parameters from a seeded `random.Random`; `goal` fills the template; `initialize(dev)` installs the app data
+the task needs (noise rows included); `is_successful(dev)` reads device state (never pixels) and returns 0..1;
+`expert(view, mem)` solves the task from the current observation only (the element list and its own memory),
+so that it proves the task solvable and produces demonstrations from any state it finds.
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.observation import UIElement
+
+TASKS: dict[str, type[SimTask]] = {}
+
+
+def register_task(cls: type[SimTask]) -> type[SimTask]:
+    if cls.name in TASKS:
+        raise ValueError(f"task {cls.name!r} registered twice")
+    TASKS[cls.name] = cls
+    return cls
+
+
+class SimTask:
+    """Base class. Subclasses set the class attributes and implement the four methods."""
+
+    name: ClassVar[str] = ""
+    app_names: ClassVar[tuple[str, ...]] = ()
+    complexity: ClassVar[float] = 1.0
+    template: ClassVar[str] = ""
+    # Tasks that start in their goal state (AndroidWorld's "Verify" variants).
+    starts_solved: ClassVar[bool] = False
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = dict(params)
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {}
+
+    @property
+    def goal(self) -> str:
+        return self.template.format(**self.params)
+
+    @property
+    def max_steps(self) -> int:
+        return int(10 * self.complexity)
+
+    def rng(self, salt: str = "") -> random.Random:
+        """A generator seeded from the instance seed, for noise data in `initialize`."""
+        return random.Random(f"{self.params.get('seed', 0)}:{self.name}:{salt}")
+
+    def initialize(self, dev: DeviceState) -> None:
+        """Put the device in the task's start state. The phone is on the home screen afterwards."""
+
+    def is_successful(self, dev: DeviceState) -> float:
+        raise NotImplementedError
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        raise NotImplementedError
+
+
+# -- helpers for verifiers -----------------------------------------------------------------------------
+def fuzzy_match(a: str | None, b: str | None, threshold: float = 0.9) -> bool:
+    """AndroidWorld's text check: SequenceMatcher ratio >= threshold, case-insensitive, CR removed, stripped."""
+    if a is None or b is None:
+        return False
+    a = a.replace("\r", "").strip().lower()
+    b = b.replace("\r", "").strip().lower()
+    return difflib.SequenceMatcher(None, a, b).ratio() >= threshold
+
+
+def digits(s: str) -> str:
+    return re.sub(r"\D", "", s or "")
+
+
+def rows_equal(a: dict, b: dict, keys: Iterable[str]) -> bool:
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def check_answer(answer: str, expected: list[str] | str, numeric_tol: float = 0.0) -> bool:
+    """AndroidWorld's information-retrieval check: the answer split on commas, each part compared with the
+    expected one (numbers exactly or within `numeric_tol`, strings fuzzily), order-insensitive."""
+    exp = [expected] if isinstance(expected, str) else list(expected)
+    got = [p.strip() for p in (answer or "").split(",") if p.strip()] if len(exp) != 1 else [answer.strip()]
+    if len(got) != len(exp):
+        return False
+    remaining = list(exp)
+    for g in got:
+        for e in remaining:
+            if _same_value(g, e, numeric_tol):
+                remaining.remove(e)
+                break
+        else:
+            return False
+    return True
+
+
+def _same_value(g: str, e: str, tol: float) -> bool:
+    try:
+        return abs(float(g.replace(",", "")) - float(e.replace(",", ""))) <= tol
+    except ValueError:
+        return fuzzy_match(g, e)
+
+
+# -- the expert's view of an observation ---------------------------------------------------------------
+class View:
+    """An observation as the expert reads it: the element list plus goal, with lookups returning indices."""
+
+    def __init__(self, elements: Iterable[UIElement], goal: str = ""):
+        self.elements = list(elements)
+        self.goal = goal
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    @property
+    def app(self) -> str | None:
+        """Package of the app in front (ignoring system UI and the keyboard)."""
+        for e in self.elements:
+            if e.package_name and e.package_name not in ("com.android.systemui",
+                                                         "com.google.android.inputmethod.latin"):
+                return e.package_name
+        return None
+
+    @property
+    def title(self) -> str | None:
+        i = self.find(rid_suffix=":id/toolbar_title")
+        return self.elements[i].text if i is not None else None
+
+    def find_all(self, text: str | None = None, desc: str | None = None, contains: str | None = None,
+                 cls: str | None = None, rid: str | None = None, rid_suffix: str | None = None,
+                 editable: bool | None = None, clickable: bool | None = None,
+                 hint: str | None = None, regex: str | None = None) -> list[int]:
+        out = []
+        for i, e in enumerate(self.elements):
+            if text is not None and e.text != text:
+                continue
+            if desc is not None and e.content_description != desc:
+                continue
+            if hint is not None and e.hint_text != hint:
+                continue
+            if contains is not None and contains.lower() not in (e.text or "").lower() and \
+                    contains.lower() not in (e.content_description or "").lower():
+                continue
+            if regex is not None and not re.search(regex, e.text or ""):
+                continue
+            if cls is not None and not (e.class_name or "").endswith(cls):
+                continue
+            if rid is not None and e.resource_name != rid:
+                continue
+            if rid_suffix is not None and not (e.resource_name or "").endswith(rid_suffix):
+                continue
+            if editable is not None and bool(e.is_editable) != editable:
+                continue
+            if clickable is not None and bool(e.is_clickable) != clickable:
+                continue
+            out.append(i)
+        return out
+
+    def find(self, **kw: Any) -> int | None:
+        r = self.find_all(**kw)
+        return r[0] if r else None
+
+    def has(self, **kw: Any) -> bool:
+        return self.find(**kw) is not None
+
+    def el(self, i: int) -> UIElement:
+        return self.elements[i]
+
+    def texts(self) -> list[str]:
+        return [e.text for e in self.elements if e.text]
+
+    def scrollable(self) -> int | None:
+        return self.find(cls="RecyclerView") if self.find_all(cls="RecyclerView") else \
+            next((i for i, e in enumerate(self.elements) if e.is_scrollable), None)
+
+
+# -- action shorthands for experts -----------------------------------------------------------------------
+def click(i: int) -> Action:
+    return Action("click", index=i)
+
+
+def long_press(i: int) -> Action:
+    return Action("long_press", index=i)
+
+
+def type_into(i: int, text: str, clear: bool = True) -> Action:
+    return Action("input_text", index=i, text=text, clear_text=clear)
+
+
+def scroll(direction: str, i: int | None = None) -> Action:
+    return Action("scroll", direction=direction, index=i)
+
+
+def back() -> Action:
+    return Action("navigate_back")
+
+
+def home() -> Action:
+    return Action("navigate_home")
+
+
+def open_app(name: str) -> Action:
+    return Action("open_app", app_name=name)
+
+
+def done() -> Action:
+    return Action("status", goal_status="complete")
+
+
+def answer(text: str) -> Action:
+    return Action("answer", text=text)
+
+
+def wait() -> Action:
+    return Action("wait")
+
+
+def scroll_to_find(view: View, mem: dict[str, Any], key: str, direction: str = "down", **find: Any) -> Action | int:
+    """Return the index of a matching element, or a scroll action that searches for it. Searches down
+    first, then up, remembering in `mem[key]` the screens it has seen, so it never loops forever."""
+    i = view.find(**find)
+    if i is not None:
+        mem.pop(key, None)
+        return i
+    lst = view.scrollable()
+    state = mem.setdefault(key, {"dir": direction, "seen": [], "flips": 0})
+    sig = tuple(view.texts())
+    if sig in state["seen"][-1:]:  # the last scroll did not move: reverse
+        state["dir"] = "up" if state["dir"] == "down" else "down"
+        state["flips"] += 1
+    state["seen"].append(sig)
+    if state["flips"] > 2:
+        raise LookupError(f"expert could not find element {find} on this screen")
+    return scroll(state["dir"], lst)

@@ -1,0 +1,247 @@
+"""System tasks: Bluetooth, Wi-Fi and brightness (and their Verify variants), opening apps, composites,
+and the clipboard. Verifiers read device settings, the foreground app or the clipboard, as AndroidWorld does."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    done,
+    open_app,
+    register_task,
+    scroll_to_find,
+    type_into,
+)
+
+SETTINGS = "com.android.settings"
+APP_PACKAGES = {
+    "camera": "com.android.camera2",
+    "clock": "com.google.android.deskclock",
+    "contacts": "com.google.android.contacts",
+    "settings": SETTINGS,
+    "dialer": "com.google.android.dialer",
+}
+
+# Paths through Settings: the row titles to tap from the main screen to the screen holding the control.
+WIFI_PATH = ("Network & internet", "Internet")
+BT_PATH = ("Connected devices", "Connection preferences", "Bluetooth")
+BRIGHTNESS_PATH = ("Display", "Brightness level")
+
+
+def navigate_settings(view: View, mem: dict[str, Any], path: tuple[str, ...]) -> Action | None:
+    """Walk Settings to the last screen of `path`; None once there."""
+    if view.app != SETTINGS:
+        return open_app("Settings")
+    title = view.title
+    if title == path[-1]:
+        return None
+    screens = ("Settings",) + path[:-1]
+    if title in screens:
+        nxt = path[screens.index(title)]
+        found = scroll_to_find(view, mem, f"find:{nxt}", text=nxt)
+        return click(found) if isinstance(found, int) else found
+    return back()
+
+
+def toggle_expert(view: View, mem: dict[str, Any], path: tuple[str, ...], label: str, want: bool) -> Action | None:
+    """Set the switch in the row `label` at the end of `path` to `want`; None once it shows `want`."""
+    act = navigate_settings(view, mem, path)
+    if act is not None:
+        return act
+    row = view.find(text=label)
+    sw = view.find(cls="Switch")
+    if row is None or sw is None:
+        return back()
+    if bool(view.el(sw).is_checked) == want:
+        return None
+    return click(row)
+
+
+class _Toggle(SimTask):
+    """Turn a setting on or off (Verify variants start in the target state)."""
+
+    app_names = ("settings",)
+    key = ""
+    want = True
+    path: tuple[str, ...] = ()
+    label = ""
+
+    def initialize(self, dev: DeviceState) -> None:
+        on = self.want if self.starts_solved else not self.want
+        dev.settings[self.key] = 1 if on else 0
+
+    def is_successful(self, dev: DeviceState) -> float:
+        v = dev.settings[self.key]
+        on = v in (1, 2) if self.key == "wifi_on" else v == 1
+        return 1.0 if on == self.want else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return toggle_expert(view, mem, self.path, self.label, self.want) or done()
+
+
+def _toggle_task(name: str, key: str, want: bool, path, label: str, template: str, verify: bool) -> None:
+    cls = type(name, (_Toggle,), {"name": name, "key": key, "want": want, "path": path, "label": label,
+                                 "template": template, "starts_solved": verify, "complexity": 1.0,
+                                 "__doc__": template})
+    cls.__module__ = __name__
+    register_task(cls)
+    globals()[name] = cls
+
+
+for _verify in (False, True):
+    _sfx = "Verify" if _verify else ""
+    _toggle_task(f"SystemBluetoothTurnOn{_sfx}", "bluetooth_on", True, BT_PATH, "Use Bluetooth", "Turn bluetooth on.",
+                 _verify)
+    _toggle_task(f"SystemBluetoothTurnOff{_sfx}", "bluetooth_on", False, BT_PATH, "Use Bluetooth",
+                 "Turn bluetooth off.", _verify)
+    _toggle_task(f"SystemWifiTurnOn{_sfx}", "wifi_on", True, WIFI_PATH, "Wi‑Fi", "Turn wifi on.", _verify)
+    _toggle_task(f"SystemWifiTurnOff{_sfx}", "wifi_on", False, WIFI_PATH, "Wi‑Fi", "Turn wifi off.", _verify)
+
+
+class _Brightness(SimTask):
+    app_names = ("settings",)
+    complexity = 1.0
+    target = 255
+
+    def initialize(self, dev: DeviceState) -> None:
+        if self.starts_solved:
+            dev.settings["screen_brightness"] = self.target
+        else:
+            dev.settings["screen_brightness"] = self.rng().randint(40, 200)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if dev.settings["screen_brightness"] == self.target else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        act = navigate_settings(view, mem, BRIGHTNESS_PATH)
+        if act is not None:
+            return act
+        bar = view.find(desc="Brightness level", cls="SeekBar")
+        if bar is None:
+            return back()
+        want = "100%" if self.target == 255 else "0%"
+        if view.el(bar).text == want:
+            return done()
+        bb = view.el(bar).bbox_pixels
+        x = bb.x_max - 2 if self.target == 255 else bb.x_min + 1
+        return Action("click", x=x, y=(bb.y_min + bb.y_max) // 2)
+
+
+for _verify in (False, True):
+    _sfx = "Verify" if _verify else ""
+    for _n, _t, _tmpl in (("Max", 255, "Turn brightness to the max value."),
+                          ("Min", 1, "Turn brightness to the min value.")):
+        _c = type(f"SystemBrightness{_n}{_sfx}", (_Brightness,),
+                  {"name": f"SystemBrightness{_n}{_sfx}", "target": _t, "template": _tmpl, "starts_solved": _verify})
+        _c.__module__ = __name__
+        register_task(_c)
+        globals()[_c.__name__] = _c
+
+
+@register_task
+class OpenAppTaskEval(SimTask):
+    name = "OpenAppTaskEval"
+    app_names = ("camera", "clock", "contacts", "settings", "dialer")
+    complexity = 1.0
+    template = "Open the {app_name} app. Clear any pop-ups that may appear by granting all permissions that are required."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"app_name": rng.choice(sorted(APP_PACKAGES))}
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if dev.foreground == APP_PACKAGES[self.params["app_name"]] else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if view.app == APP_PACKAGES[self.params["app_name"]]:
+            return done()
+        return open_app(self.params["app_name"])
+
+
+@register_task
+class TurnOnWifiAndOpenApp(SimTask):
+    name = "TurnOnWifiAndOpenApp"
+    app_names = ("settings",)
+    complexity = 2.0
+    template = "Turn on Wifi, then open the {app_name} app"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"app_name": rng.choice(sorted(set(APP_PACKAGES) - {"settings"}))}
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.settings["wifi_on"] = 0
+
+    def is_successful(self, dev: DeviceState) -> float:
+        wifi = 0.5 if dev.settings["wifi_on"] in (1, 2) else 0.0
+        app = 0.5 if dev.foreground == APP_PACKAGES[self.params["app_name"]] else 0.0
+        return wifi + app
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if not mem.get("wifi"):
+            act = toggle_expert(view, mem, WIFI_PATH, "Wi‑Fi", True)
+            if act is not None:
+                return act
+            mem["wifi"] = True
+        if view.app == APP_PACKAGES[self.params["app_name"]]:
+            return done()
+        return open_app(self.params["app_name"])
+
+
+@register_task
+class TurnOffWifiAndTurnOnBluetooth(SimTask):
+    name = "TurnOffWifiAndTurnOnBluetooth"
+    app_names = ("settings",)
+    complexity = 2.0
+    template = "Turn off WiFi, then enable bluetooth"
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.settings["wifi_on"] = 1
+        dev.settings["bluetooth_on"] = 0
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return (0.5 if dev.settings["wifi_on"] == 0 else 0.0) + (0.5 if dev.settings["bluetooth_on"] == 1 else 0.0)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if not mem.get("wifi"):
+            act = toggle_expert(view, mem, WIFI_PATH, "Wi‑Fi", False)
+            if act is not None:
+                return act
+            mem["wifi"] = True
+        return toggle_expert(view, mem, BT_PATH, "Use Bluetooth", True) or done()
+
+
+@register_task
+class SystemCopyToClipboard(SimTask):
+    name = "SystemCopyToClipboard"
+    app_names = ("clipper",)
+    complexity = 1.0
+    template = "Copy the following text to the clipboard: {clipboard_content}"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        words = ["meeting", "notes", "project", "alpha", "budget", "review", "launch", "friday", "draft", "ideas",
+                 "summary", "plan", "grocery", "list", "call", "back", "later", "urgent"]
+        return {"clipboard_content": " ".join(rng.sample(words, rng.randint(2, 5)))}
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if dev.clipboard.strip() == self.params["clipboard_content"].strip() else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if view.app != "ca.zgrs.clipper":
+            return open_app("Clipper")
+        cur = view.find(rid="ca.zgrs.clipper:id/current")
+        if cur is not None and view.el(cur).text == self.params["clipboard_content"]:
+            return done()
+        field = view.find(editable=True)
+        if field is not None and view.el(field).text != self.params["clipboard_content"]:
+            return type_into(field, self.params["clipboard_content"])
+        btn = view.find(text="Copy to clipboard")
+        return click(btn) if btn is not None else back()

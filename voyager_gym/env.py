@@ -1,0 +1,211 @@
+"""VoyagerEnv: an AndroidWorld phone (SimDroid or the real emulator) as a Gymnasium env with verifier rewards.
+
+Episode rules are AndroidWorld's: the step budget is `int(10 * complexity)`; the reward is the verifier's score
+(0..1, composites pay 0.5 a part) and is paid only when the agent ends with a `status` action; running out of
+steps scores 0 (truncated); a backend error ends the episode as errored (`info["errored"]`, score NaN) so that
+statistics can exclude it. Malformed action text is an *invalid action*: the step is used, nothing happens,
+`info["invalid_action"]` says why.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from voyager_gym.actions import Action, ActionError, try_parse_action
+from voyager_gym.backends.base import Backend
+from voyager_gym.observation import UIElement, UIElementSpace
+
+# Goals, UI text and policy output are free text: printable ASCII plus Latin, Greek, Cyrillic, punctuation,
+# currency and arrows (Gymnasium's Text space defaults to letters and digits only).
+TEXT_CHARSET = frozenset(string.printable) | frozenset(chr(c) for c in range(0xA0, 0x2400))
+MAX_GOAL_LEN = 4000
+MAX_ACTION_LEN = 4000
+
+
+def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
+    if isinstance(backend, Backend):
+        return backend
+    if backend in ("sim", "simdroid"):
+        from voyager_gym.backends.sim import SimDroidBackend
+
+        return SimDroidBackend(**kwargs)
+    if backend == "androidworld":
+        raise NotImplementedError("the AndroidWorld backend is not built yet (see README: unfinished features)")
+    raise ValueError(f"unknown backend {backend!r}; expected 'simdroid' or 'androidworld'")
+
+
+class VoyagerEnv(gym.Env):
+    """Gymnasium env over a phone backend.
+
+    Args:
+        backend: 'simdroid' (default) or a Backend instance.
+        tasks: task names `reset()` may choose from when `options` names none (default: all).
+        render_scale: pixels are (2400*s, 1080*s, 3).
+        noise: SimDroid screen noise: 'default', 'none', 'heavy', a dict or a NoiseConfig.
+        observation_mode: 'full' (pixels, ui_elements, goal) or 'elements' (no pixels: much faster).
+        render_mode: None or 'rgb_array'.
+        max_steps: override AndroidWorld's int(10 * complexity) budget.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
+
+    def __init__(self, backend: str | Backend = "simdroid", tasks: list[str] | None = None,
+                 render_scale: float = 1.0, noise: Any = "default", observation_mode: str = "full",
+                 render_mode: str | None = None, max_steps: int | None = None, **backend_kwargs: Any):
+        if observation_mode not in ("full", "elements"):
+            raise ValueError(f"observation_mode must be 'full' or 'elements', got {observation_mode!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        if isinstance(backend, str) and backend in ("sim", "simdroid"):
+            backend_kwargs = {"render_scale": render_scale, "noise": noise, **backend_kwargs}
+        self.backend = make_backend(backend, **backend_kwargs)
+        self.render_mode = render_mode
+        self.observation_mode = observation_mode
+        self.max_steps_override = max_steps
+        known = self.backend.task_names
+        self.tasks = list(tasks) if tasks else list(known)
+        for t in self.tasks:
+            if t not in known:
+                self.backend.task_info(t)  # raises the did-you-mean error
+        w, h = self.backend.screen_size
+        self.pixel_shape = (max(1, round(h * render_scale)), max(1, round(w * render_scale)), 3)
+        obs: dict[str, spaces.Space] = {}
+        if observation_mode == "full":
+            obs["pixels"] = spaces.Box(0, 255, self.pixel_shape, dtype=np.uint8)
+        obs["ui_elements"] = spaces.Sequence(UIElementSpace())
+        obs["goal"] = spaces.Text(MAX_GOAL_LEN, min_length=0, charset=TEXT_CHARSET)
+        self.observation_space = spaces.Dict(obs)
+        self.action_space = spaces.Text(MAX_ACTION_LEN, min_length=0, charset=TEXT_CHARSET)
+        self.task_name: str | None = None
+        self.params: dict[str, Any] | None = None
+        self.goal = ""
+        self._steps = 0
+        self._max_steps = 0
+        self._done = True
+        self._last_pixels: np.ndarray | None = None
+        self._screen_key = ""
+        self._elements: list[UIElement] = []
+
+    # -- gymnasium API ---------------------------------------------------------------------------------
+    @property
+    def task_names(self) -> list[str]:
+        return list(self.backend.task_names)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Options: `task` (name), and either `params` (a full params dict, e.g. from a suite) or
+        `instance_seed` (params drawn by the task's seeded generator). Without options a task and an
+        instance are drawn from the env's RNG. G envs given the same task and params run the same instance."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"task", "params", "instance_seed"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed")
+        name = options.get("task")
+        if name is None:
+            name = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        info_static = self.backend.task_info(name)
+        params = options.get("params")
+        if params is None:
+            inst = options.get("instance_seed")
+            if inst is None:
+                inst = int(self.np_random.integers(2**32))
+            params = self.backend.generate_params(name, int(inst))
+        elif not isinstance(params, dict):
+            raise TypeError(f"options['params'] must be a dict, got {type(params).__name__}")
+        self.task_name, self.params = name, dict(params)
+        self.goal = self.backend.reset(name, self.params, self.np_random)
+        self._steps = 0
+        self._max_steps = self.max_steps_override or info_static["max_steps"]
+        self._done = False
+        obs = self._observe()
+        return obs, self._info(score=0.0, success=False, invalid=None, errored=False)
+
+    def step(self, action: str | Action | dict):
+        if self._done:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._steps += 1
+        act, invalid = try_parse_action(action)
+        errored = False
+        reward, score, terminated = 0.0, 0.0, False
+        if act is not None:
+            try:
+                self.backend.execute(act)
+            except ActionError as e:
+                invalid = str(e)
+            except Exception as e:  # noqa: BLE001 - a device failure ends the episode as errored
+                errored, invalid = True, None
+                self._error = f"{type(e).__name__}: {e}"
+        else:
+            try:
+                self.backend.execute(Action("wait"))  # an invalid action still uses a step of device time
+            except Exception as e:  # noqa: BLE001
+                errored = True
+                self._error = f"{type(e).__name__}: {e}"
+        if errored:
+            terminated, score = True, float("nan")
+        elif act is not None and invalid is None and act.action_type == "status":
+            terminated = True
+            try:
+                score = float(self.backend.score())
+            except Exception as e:  # noqa: BLE001
+                errored, score = True, float("nan")
+                self._error = f"{type(e).__name__}: {e}"
+            reward = 0.0 if errored else score
+        truncated = not terminated and self._steps >= self._max_steps
+        self._done = terminated or truncated
+        obs = self._observe() if not errored else self._last_obs()
+        info = self._info(score=score, success=bool(score >= 1.0) if not errored else False, invalid=invalid,
+                          errored=errored)
+        info["action"] = act.to_dict() if act is not None else None
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        if self._last_pixels is None:
+            px, _, _ = self.backend.observe(pixels=True)
+            self._last_pixels = px
+        return self._last_pixels
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- extras ----------------------------------------------------------------------------------------
+    def expert_action(self) -> str:
+        """The task expert's next action as JSON text (SimDroid), computed from the current observation."""
+        return self.backend.expert_action().to_json()
+
+    @property
+    def elements(self) -> list[UIElement]:
+        return list(self._elements)
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _observe(self) -> dict[str, Any]:
+        want_px = self.observation_mode == "full" or self.render_mode == "rgb_array"
+        px, elements, key = self.backend.observe(pixels=want_px)
+        self._last_pixels = px
+        self._elements = elements
+        self._screen_key = key
+        return self._last_obs()
+
+    def _last_obs(self) -> dict[str, Any]:
+        obs: dict[str, Any] = {}
+        if self.observation_mode == "full":
+            obs["pixels"] = self._last_pixels if self._last_pixels is not None else np.zeros(self.pixel_shape,
+                                                                                             np.uint8)
+        obs["ui_elements"] = tuple(self._elements)
+        obs["goal"] = self.goal
+        return obs
+
+    def _info(self, score: float, success: bool, invalid: str | None, errored: bool) -> dict[str, Any]:
+        info = {"task": self.task_name, "goal": self.goal, "params": dict(self.params or {}), "score": score,
+                "success": success, "invalid_action": invalid, "errored": errored, "screen_key": self._screen_key,
+                "step": self._steps, "max_steps": self._max_steps}
+        if errored:
+            info["error"] = getattr(self, "_error", "")
+        return info

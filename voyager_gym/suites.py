@@ -1,0 +1,93 @@
+"""Task suites with AndroidWorld's instance seeding, disjoint train and eval splits, and a training generator.
+
+AndroidWorld seeds instance i of task `name` in a suite with seed `s` as int(sha256(f"{s}_{name}_{i}")) % 2**32
+and runs `generate_random_params` after seeding; its default suite seed is 30. Our eval split uses exactly that
+scheme; train instances use other suite seeds and never share an instance seed with the eval split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from voyager_gym.backends.base import Backend
+
+EVAL_SUITE_SEED = 30
+
+
+def instance_seed(suite_seed: int, name: str, i: int) -> int:
+    """AndroidWorld's instance seed."""
+    return int(hashlib.sha256(f"{suite_seed}_{name}_{i}".encode()).hexdigest(), 16) % 2**32
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInstance:
+    """One task instance: what `env.reset(options=inst.options())` needs."""
+
+    name: str
+    index: int
+    seed: int
+    params: dict[str, Any]
+
+    def options(self) -> dict[str, Any]:
+        return {"task": self.name, "params": dict(self.params)}
+
+
+def _backend(backend: Backend | None) -> Backend:
+    if backend is not None:
+        return backend
+    from voyager_gym.backends.sim import SimDroidBackend
+
+    return SimDroidBackend(render_scale=0.1, noise="none")
+
+
+def eval_suite(tasks: list[str] | None = None, n_per_task: int = 1, suite_seed: int = EVAL_SUITE_SEED,
+               backend: Backend | None = None) -> list[TaskInstance]:
+    """The held-out instances: AndroidWorld's suite (seed 30, `n_per_task` combinations per task)."""
+    b = _backend(backend)
+    names = tasks or b.task_names
+    return [TaskInstance(n, i, s, b.generate_params(n, s))
+            for n in names for i in range(n_per_task) for s in [instance_seed(suite_seed, n, i)]]
+
+
+def eval_seeds(tasks: list[str], n_per_task: int, suite_seed: int = EVAL_SUITE_SEED) -> set[int]:
+    return {instance_seed(suite_seed, n, i) for n in tasks for i in range(n_per_task)}
+
+
+class TrainGenerator:
+    """Yields training instances forever (or `limit` of them), cycling tasks in a seeded order, never
+    producing an instance seed that belongs to the eval split (`exclude_n` eval instances per task)."""
+
+    def __init__(self, tasks: list[str] | None = None, seed: int = 0, backend: Backend | None = None,
+                 exclude_n: int = 16, eval_suite_seed: int = EVAL_SUITE_SEED):
+        self.backend = _backend(backend)
+        self.tasks = list(tasks or self.backend.task_names)
+        self.seed = seed
+        self.excluded = eval_seeds(self.tasks, exclude_n, eval_suite_seed)
+        self.eval_suite_seed = eval_suite_seed
+
+    def instances(self, limit: int | None = None) -> Iterator[TaskInstance]:
+        rng = np.random.default_rng(self.seed)
+        made, epoch = 0, 0
+        while limit is None or made < limit:
+            order = rng.permutation(len(self.tasks))
+            for k in order:
+                name = self.tasks[int(k)]
+                suite = 10_000 + self.seed * 1_000 + epoch  # never the eval suite seed
+                if suite == self.eval_suite_seed:
+                    continue
+                s = instance_seed(suite, name, epoch)
+                if s in self.excluded:
+                    continue
+                yield TaskInstance(name, epoch, s, self.backend.generate_params(name, s))
+                made += 1
+                if limit is not None and made >= limit:
+                    return
+            epoch += 1
+
+    def take(self, n: int) -> list[TaskInstance]:
+        return list(self.instances(limit=n))

@@ -29,7 +29,7 @@ class SimDroidBackend(Backend):
     """An in-process SimDroid phone. `render_scale` scales the 1080x2400 screen; `noise` is a NoiseConfig
     or its name ('default', 'none', 'heavy'); `frame_cache` is how many rendered frames are kept."""
 
-    def __init__(self, render_scale: float = 1.0, noise: Any = "default", frame_cache: int = 8):
+    def __init__(self, render_scale: float = 1.0, noise: Any = "default", frame_cache: int = 16):
         self.noise = NoiseConfig.parse(noise)
         self.phone = Phone(clock_in_status_bar=self.noise.clock)
         self.renderer = Renderer(render_scale, frame_cache=frame_cache)

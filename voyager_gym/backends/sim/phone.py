@@ -170,7 +170,7 @@ class Phone:
     def _status_bar(self) -> Node:
         s = self.dev.settings
         bar = Node(w.FRAME, bounds=(0, 0, SCREEN_W, STATUS_H), bg=(241, 243, 244), package=SYSTEMUI, a11y=False,
-                   absorb=True, rid="com.android.systemui:id/status_bar")
+                   absorb=True, rid="com.android.systemui:id/status_bar", tile=True)
         bar.add(Node(w.TEXT, text=self.clock_text(), bounds=(48, 0, 240, STATUS_H), size=38, package=SYSTEMUI,
                      volatile=True, rid="com.android.systemui:id/clock"))
         x = SCREEN_W - 48
@@ -189,7 +189,7 @@ class Phone:
 
     def _nav_bar(self) -> Node:
         bar = Node(w.FRAME, bounds=(0, SCREEN_H - NAV_H, SCREEN_W, SCREEN_H), bg=(241, 243, 244),
-                   package=SYSTEMUI, a11y=False, absorb=True, rid="com.android.systemui:id/navigation_bar")
+                   package=SYSTEMUI, a11y=False, absorb=True, rid="com.android.systemui:id/navigation_bar", tile=True)
         y0, y1 = SCREEN_H - NAV_H + 6, SCREEN_H - 6
         for cx, desc, icon, handler in ((270, "Back", "nav_back", self.back),
                                         (540, "Home", "nav_home", self.go_home),
@@ -202,7 +202,7 @@ class Phone:
     def _keyboard(self) -> Node:
         y0 = CONTENT_BOTTOM - KEYBOARD_H
         kb = Node(w.FRAME, bounds=(0, y0, SCREEN_W, CONTENT_BOTTOM), bg=(232, 234, 237), package=IME, a11y=False,
-                  absorb=True, rid="keyboard")
+                  absorb=True, rid="keyboard", tile=True)
         shift = bool(self.dev.data(IME).get("shift"))
         row_h = (KEYBOARD_H - 60) // 4
         for r, row in enumerate(KEY_ROWS):

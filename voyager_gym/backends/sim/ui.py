@@ -149,7 +149,7 @@ class UI:
         """Toolbar with an optional Navigate-up button, a title and icon actions (desc, icon, handler)."""
         y0, y1 = self.top, self.top + APPBAR_H
         bar = Node(w.VIEW_GROUP, bounds=(0, y0, SCREEN_W, y1), bg=color or self.app.color,
-                   rid=f"{self.app.package}:id/toolbar")
+                   rid=f"{self.app.package}:id/toolbar", tile=True)
         x = 24
         if back:
             bar.add(Node(w.IMAGE_BUTTON, desc="Navigate up", bounds=(x, y0 + 24, x + 120, y1 - 24),
@@ -212,7 +212,8 @@ class UI:
         x0, y0, x1, y1 = bounds
         row = Node(w.LINEAR, bounds=bounds, clickable=on_click is not None, on_click=on_click,
                    long_clickable=on_long_click is not None, on_long_click=on_long_click,
-                   bg=(210, 227, 252) if selected else None, selected=selected, border=LIGHT, desc=desc)
+                   bg=(210, 227, 252) if selected else WHITE, selected=selected, border=LIGHT, desc=desc,
+                   tile=True)
         tx = x0 + PAD
         if icon:
             row.add(Node(w.IMAGE, bounds=(x0 + 36, y0 + (y1 - y0) // 2 - 48, x0 + 132, y0 + (y1 - y0) // 2 + 48),

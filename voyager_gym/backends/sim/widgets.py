@@ -89,6 +89,7 @@ class Node:
     clip: bool = False  # children are clipped to this node's bounds (lists)
     absorb: bool = False  # taps inside stop here even if nothing handles them (dialogs, keyboard, bars)
     dim: bool = False  # drawn as a translucent dark layer over what is below (dialog scrims)
+    tile: bool = False  # opaque subtree the renderer may cache as a tile (bars, keyboard, list rows)
 
     def add(self, *nodes: Node | None) -> Node:
         self.children.extend(n for n in nodes if n is not None)
@@ -123,6 +124,16 @@ class Node:
         return (self.bounds, self.text, self.hint, self.bg, self.radius, self.border, self.fg, self.size,
                 self.bold, self.align, self.pad, self.icon, self.icon_fg, self.lines, self.checked,
                 self.focused, self.editable, self.clip, self.enabled, self.dim)
+
+    def tile_key(self) -> int:
+        """Hash of the subtree's visuals relative to this node's origin (tiles are position-independent)."""
+        ox, oy = self.bounds[0], self.bounds[1]
+        parts = []
+        for n in self.walk():
+            v = n.visual_tuple()
+            b = v[0]
+            parts.append(((b[0] - ox, b[1] - oy, b[2] - ox, b[3] - oy),) + v[1:])
+        return hash(tuple(parts))
 
     def to_element(self) -> UIElement:
         x0, y0, x1, y1 = self.bounds

@@ -15,7 +15,7 @@ class HomeScreen(Screen):
     def build(self, ui: UI) -> list[Node]:
         apps = sorted((a for a in APPS.values() if a.on_launcher), key=lambda a: a.name.lower())
         cell_w = SCREEN_W // COLS
-        bg = Node(w.FRAME, bounds=(0, ui.top, SCREEN_W, ui.bottom), bg=(38, 50, 56), a11y=False)
+        bg = Node(w.FRAME, bounds=(0, ui.top, SCREEN_W, ui.bottom), bg=(38, 50, 56), a11y=False, tile=True)
         date = ui.dev.now.strftime("%A, %b %-d")
         bg.add(ui.text(date, (72, ui.top + 60, SCREEN_W - 72, ui.top + 160), size=52, fg=WHITE,
                        rid=f"{LAUNCHER}:id/date"))

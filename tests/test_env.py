@@ -1,0 +1,172 @@
+"""VoyagerEnv: the Gymnasium contract, AndroidWorld's episode rules, determinism and vector groups."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import voyager_gym  # noqa: F401
+from voyager_gym.backends.base import BackendError
+from voyager_gym.env import VoyagerEnv
+from voyager_gym.suites import TrainGenerator, eval_suite, instance_seed
+from voyager_gym.vector import group_reset, make_vec
+
+TASK = "TurnOffWifiAndTurnOnBluetooth"
+
+
+def test_check_env_passes():
+    env = gym.make("voyager_gym/SimDroid-v0", render_scale=0.2, render_mode="rgb_array")
+    check_env(env.unwrapped)
+
+
+def test_observation_and_info_contract():
+    env = VoyagerEnv(render_scale=0.25)
+    obs, info = env.reset(seed=0, options={"task": TASK})
+    assert set(obs) == {"pixels", "ui_elements", "goal"}
+    assert obs["pixels"].shape == (600, 270, 3) and obs["pixels"].dtype == np.uint8
+    assert obs["goal"] == "Turn off WiFi, then enable bluetooth"
+    assert all(e.bbox_pixels is not None for e in obs["ui_elements"])
+    assert obs in env.observation_space
+    for key in ("task", "goal", "score", "success", "invalid_action", "errored", "screen_key"):
+        assert key in info
+    assert TASK in env.unwrapped.task_names
+
+
+def test_expert_episode_pays_reward_only_on_status():
+    env = VoyagerEnv(render_scale=0.1, noise="none")
+    env.reset(seed=0, options={"task": TASK})
+    rewards = []
+    while True:
+        _, r, term, trunc, info = env.step(env.expert_action())
+        rewards.append(r)
+        if term or trunc:
+            break
+    assert term and not trunc and info["success"] and info["score"] == 1.0
+    assert rewards[-1] == 1.0 and all(r == 0.0 for r in rewards[:-1])
+
+
+def test_half_done_composite_pays_half():
+    env = VoyagerEnv(render_scale=0.1, noise="none")
+    env.reset(seed=0, options={"task": TASK})
+    env.backend.phone.dev.settings["wifi_on"] = 0  # one of two parts
+    _, r, term, _, info = env.step('{"action_type": "status", "goal_status": "complete"}')
+    assert term and r == 0.5 and info["score"] == 0.5 and not info["success"]
+
+
+def test_running_out_of_steps_truncates_with_zero():
+    env = VoyagerEnv(render_scale=0.1, noise="none")
+    _, info = env.reset(seed=0, options={"task": "SystemWifiTurnOn"})
+    assert info["max_steps"] == 10
+    env.backend.phone.dev.settings["wifi_on"] = 1  # solved, but the agent never says so
+    for i in range(10):
+        _, r, term, trunc, _ = env.step('{"action_type": "wait"}')
+        assert r == 0.0 and not term
+    assert trunc
+    with pytest.raises(RuntimeError, match="finished episode"):
+        env.step('{"action_type": "wait"}')
+
+
+@pytest.mark.parametrize("bad", ["", "nonsense", '{"action_type": "click", "index": 999}', "{'a':", None, 42,
+                                 '{"action_type": "open_app", "app_name": "Snapchat"}'])
+def test_malformed_actions_are_invalid_not_exceptions(bad):
+    env = VoyagerEnv(render_scale=0.1, noise="none")
+    env.reset(seed=0, options={"task": TASK})
+    _, r, term, trunc, info = env.step(bad)
+    assert info["invalid_action"] and not term and r == 0.0 and info["step"] == 1
+
+
+def test_backend_error_ends_episode_as_errored():
+    env = VoyagerEnv(render_scale=0.1, noise="none")
+    env.reset(seed=0, options={"task": TASK})
+
+    def boom(action):
+        raise BackendError("emulator died")
+
+    env.backend.execute = boom
+    _, r, term, _, info = env.step('{"action_type": "wait"}')
+    assert term and info["errored"] and np.isnan(info["score"]) and r == 0.0 and "emulator died" in info["error"]
+
+
+def test_same_seed_same_actions_same_pixels_and_elements():
+    actions = ['{"action_type": "open_app", "app_name": "settings"}', '{"action_type": "click", "index": 3}',
+               '{"action_type": "scroll", "direction": "down"}', '{"action_type": "navigate_back"}']
+    runs = []
+    for _ in range(2):
+        env = VoyagerEnv(render_scale=0.25, noise="heavy")
+        obs, _ = env.reset(seed=7, options={"task": TASK})
+        frames, elements = [obs["pixels"]], [obs["ui_elements"]]
+        for a in actions:
+            obs, *_ = env.step(a)
+            frames.append(obs["pixels"])
+            elements.append(obs["ui_elements"])
+        runs.append((frames, elements))
+    for f1, f2 in zip(runs[0][0], runs[1][0], strict=True):
+        assert np.array_equal(f1, f2)
+    assert runs[0][1] == runs[1][1]
+
+
+def test_noise_changes_pixels_but_not_screen_key():
+    keys, frames = {}, {}
+    for noise in ("none", "heavy"):
+        env = VoyagerEnv(render_scale=0.25, noise=noise)
+        env.reset(seed=3, options={"task": TASK})
+        seq_keys, seq_frames = [], []
+        for a in ['{"action_type": "open_app", "app_name": "settings"}'] + ['{"action_type": "wait"}'] * 15:
+            obs, _, _, _, info = env.step(a)
+            seq_keys.append(info["screen_key"])
+            seq_frames.append(obs["pixels"])
+        keys[noise], frames[noise] = seq_keys, seq_frames
+    assert keys["none"] == keys["heavy"]
+    assert any(not np.array_equal(a, b) for a, b in zip(frames["none"], frames["heavy"], strict=True))
+    assert len(set(keys["none"][1:])) == 1  # waiting on one screen keeps its identity
+
+
+def test_unknown_task_names_suggest_the_closest():
+    env = VoyagerEnv(render_scale=0.1)
+    with pytest.raises(KeyError, match="did you mean 'SystemBluetoothTurnOff'"):
+        env.reset(options={"task": "SystemBlutoothTurnOff"})
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(options={"tsk": TASK})
+
+
+def test_elements_only_mode_has_no_pixels():
+    env = VoyagerEnv(observation_mode="elements")
+    obs, _ = env.reset(seed=0, options={"task": TASK})
+    assert "pixels" not in obs and obs in env.observation_space
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_group_runs_one_instance(mode):
+    inst = eval_suite([TASK], backend=VoyagerEnv(render_scale=0.1).backend)[0]
+    envs = make_vec(3, mode, render_scale=0.1, noise="default")
+    try:
+        obs, infos = group_reset(envs, inst, seed=11)
+        assert len(set(infos["screen_key"])) == 1 and list(infos["params"]["seed"]) == [inst.seed] * 3
+        act = ['{"action_type": "open_app", "app_name": "settings"}'] * 3
+        obs, r, term, trunc, infos = envs.step(act)
+        assert len(set(infos["screen_key"])) == 1 and not term.any()
+        obs, r, term, trunc, infos = envs.step(['{"action_type": "status", "goal_status": "complete"}',
+                                               '{"action_type": "wait"}', '{"action_type": "wait"}'])
+        assert list(term) == [True, False, False]
+        # autoreset is disabled: the rollout resets the finished env itself with a mask
+        obs, infos = group_reset(envs, inst, seed=20, mask=np.array([True, False, False]))
+        assert infos["step"][0] == 0 and list(infos["_step"]) == [True, False, False]
+        _, _, term, _, infos = envs.step(['{"action_type": "wait"}'] * 3)
+        assert list(infos["step"]) == [1, 3, 3]
+    finally:
+        envs.close()
+
+
+def test_suites_follow_androidworld_seeding_and_splits_are_disjoint():
+    import hashlib
+
+    s = instance_seed(30, "ContactsAddContact", 0)
+    assert s == int(hashlib.sha256(b"30_ContactsAddContact_0").hexdigest(), 16) % 2**32
+    backend = VoyagerEnv(render_scale=0.1).backend
+    tasks = ["SystemCopyToClipboard", "OpenAppTaskEval"]
+    ev = eval_suite(tasks, n_per_task=5, backend=backend)
+    train = TrainGenerator(tasks, seed=0, backend=backend, exclude_n=5).take(200)
+    assert not {i.seed for i in ev} & {i.seed for i in train}
+    assert len({i.seed for i in train}) == 200
+    assert eval_suite(tasks, 5, backend=backend) == ev  # reproducible
+    assert len({tuple(sorted(i.params.items())) for i in train if i.name == "SystemCopyToClipboard"}) > 50

@@ -97,3 +97,36 @@ def test_cli_render_and_play(tmp_path, capsys):
     assert "score 1.0" in capsys.readouterr().out
     assert main(["render", "SystemBlutoothTurnOff", "--out", str(out)]) == 2
     assert "did you mean 'SystemBluetoothTurnOff'" in capsys.readouterr().err
+
+
+def test_each_noise_source_alone_changes_pixels_only():
+    off = {"clock": False, "caret": False, "notifications": 0.0, "toasts": 0.0, "transitions": 0.0}
+    base = SimDroidBackend(render_scale=0.25, noise=off)
+    _start(base)
+    base.execute(Action("open_app", app_name="Clipper"))
+    field = next(i for i, e in enumerate(base.phone.elements()) if e.is_editable)
+    base.execute(Action("click", index=field))
+    ref, ref_els, ref_key = base.observe(pixels=True)
+    for source, value in (("caret", True), ("notifications", 1.0), ("toasts", 1.0)):
+        b = SimDroidBackend(render_scale=0.25, noise={**off, source: value})
+        _start(b)
+        b.execute(Action("open_app", app_name="Clipper"))
+        b.execute(Action("click", index=field))
+        differs = False
+        for _ in range(6):  # the caret blinks: on in about half the frames
+            px, els, key = b.observe(pixels=True)
+            assert key == ref_key and els == ref_els
+            differs |= not np.array_equal(px, ref)
+        assert differs, f"noise source {source} never showed"
+
+
+def test_status_bar_clock_ticks_only_with_clock_noise():
+    texts = {}
+    for clock in (True, False):
+        b = SimDroidBackend(render_scale=0.25, noise={"clock": clock, "caret": False, "notifications": 0.0,
+                                                      "toasts": 0.0, "transitions": 0.0})
+        _start(b)
+        for _ in range(15):
+            b.execute(Action("wait"))
+        texts[clock] = next(e.text for e in b.phone.elements() if e.resource_name.endswith(":id/clock"))
+    assert texts[False] == "15:34" and texts[True] == "15:35"

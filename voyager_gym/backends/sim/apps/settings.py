@@ -168,7 +168,8 @@ class BrightnessScreen(Screen):
 
         def on_click() -> None:
             cx = ui.phone.last_tap[0]
-            frac = min(1.0, max(0.0, (cx - x0) / (x1 - x0)))
+            thumb = 70  # like a real slider, the thumb's radius at either end maps to the extreme value
+            frac = min(1.0, max(0.0, (cx - x0 - thumb) / (x1 - x0 - 2 * thumb)))
             dev.settings["screen_brightness"] = max(1, round(frac * 255))
 
         track = Node(w.VIEW, bounds=(x0, y, x1, y + 140), bg=(232, 234, 237), radius=70, a11y=False)

@@ -1,0 +1,246 @@
+"""Contacts tasks: ContactsAddContact (checked in the contacts provider) and ContactsNewContactDraft (checked
+on the open editor, unsaved, as AndroidWorld reads it from the screen). Also the name and number generators
+that the SMS tasks share."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps import contacts as app
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    digits,
+    done,
+    fuzzy_match,
+    open_app,
+    register_task,
+    type_into,
+)
+
+PKG = app.PKG
+GIVEN_NAMES = (
+    "Adam",
+    "Alice",
+    "Amelia",
+    "Amina",
+    "Ana",
+    "Arthur",
+    "Ava",
+    "Camila",
+    "Carlos",
+    "Charlie",
+    "Daniel",
+    "David",
+    "Elias",
+    "Emily",
+    "Emma",
+    "Fatima",
+    "Gabriel",
+    "George",
+    "Grace",
+    "Hannah",
+    "Henry",
+    "Hugo",
+    "Isabella",
+    "Ivan",
+    "Jack",
+    "James",
+    "Laura",
+    "Leo",
+    "Liam",
+    "Lily",
+    "Lucas",
+    "Maria",
+    "Mark",
+    "Maya",
+    "Mia",
+    "Noah",
+    "Nora",
+    "Oliver",
+    "Olivia",
+    "Omar",
+    "Oscar",
+    "Samuel",
+    "Sara",
+    "Sofia",
+    "Sophie",
+    "Theo",
+    "Thomas",
+    "Victoria",
+    "William",
+    "Willow",
+)
+FAMILY_NAMES = (
+    "Ahmed",
+    "Ali",
+    "Alves",
+    "Chen",
+    "Fernandez",
+    "Ferreira",
+    "Garcia",
+    "Gonzalez",
+    "Hernandez",
+    "Ibrahim",
+    "Li",
+    "Liu",
+    "Lopez",
+    "Martin",
+    "Mohamed",
+    "Muller",
+    "Pereira",
+    "Wang",
+    "Zhang",
+    "da Silva",
+    "dos Santos",
+)
+DRAFT_FIRST = ("Alice", "Bob", "Charlie", "David", "Eva", "Frank", "Grace", "Hannah", "Ivan", "Jack")
+DRAFT_LAST = ("Johnson", "Smith", "Brown", "Taylor", "Adams", "Wilson", "Lee", "White", "Harris", "Clark")
+
+
+def random_name(rng: random.Random, exclude: tuple[str, ...] | list[str] = ()) -> str:
+    """A 'Given Family' name, different from every name in `exclude`."""
+    while True:
+        name = f"{rng.choice(GIVEN_NAMES)} {rng.choice(FAMILY_NAMES)}"
+        if name not in exclude:
+            return name
+
+
+def random_number(rng: random.Random) -> str:
+    """A +1 and ten digits, as AndroidWorld's generator makes (Simple SMS then adds no country code)."""
+    return "+1" + "".join(rng.choice("0123456789") for _ in range(10))
+
+
+def seed_noise_contacts(
+    dev: DeviceState, rng: random.Random, n: int, exclude: list[str]
+) -> list[dict[str, Any]]:
+    """Add `n` other contacts (names not in `exclude`, numbers in mixed formats) so lists need reading."""
+    rows = []
+    taken = list(exclude)
+    for _ in range(n):
+        name = random_name(rng, taken)
+        taken.append(name)
+        num = random_number(rng)
+        if rng.random() < 0.4:
+            d = num[2:]
+            num = f"({d[:3]}) {d[3:6]}-{d[6:]}"
+        rows.append(app.add_contact(dev, name, num, rng.choice(("Mobile", "Mobile", "Home", "Work"))))
+    return rows
+
+
+def contacts_editor_expert(
+    view: View, mem: dict[str, Any], first: str, last: str, phone: str, label: str | None
+) -> Action | None:
+    """Fill the Create contact form (and pick `label` when given); None once the form shows everything."""
+    if view.app != PKG:
+        return open_app("Contacts")
+    opt = view.find(rid="android:id/text1")
+    if opt is not None:  # the phone-label popup
+        want = view.find(text=label, rid="android:id/text1") if label else None
+        return click(want) if want is not None else back()
+    if view.title not in ("Create contact", "Edit contact"):
+        fab = view.find(desc="Create contact")
+        return click(fab) if fab is not None else back()
+    for hint, value in (("First name", first), ("Last name", last), ("Phone", phone)):
+        i = view.find(hint=hint, editable=True)
+        if i is None:
+            return back()
+        cur = view.el(i).text or ""
+        ok = digits(cur) == digits(value) if hint == "Phone" else cur == value
+        if not ok:
+            return type_into(i, value)
+    if label:
+        sp = view.find(cls="Spinner")
+        if sp is None:
+            return back()
+        if view.el(sp).text != label:
+            return click(sp)
+    return None
+
+
+@register_task
+class ContactsAddContact(SimTask):
+    """Create a contact; the provider must then hold (display name, digits of the number)."""
+
+    name = "ContactsAddContact"
+    app_names = ("contacts",)
+    complexity = 1.2
+    template = "Create a new contact for {name}. Their number is {number}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"name": random_name(rng), "number": random_number(rng)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.contacts.clear()
+        rng = self.rng("contacts")
+        seed_noise_contacts(dev, rng, rng.randint(5, 12), [self.params["name"]])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        want = (self.params["name"], digits(self.params["number"]))
+        return 1.0 if any((c.get("name"), digits(c.get("phone", ""))) == want for c in dev.contacts) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("saved"):
+            if view.find(rid=f"{PKG}:id/large_title", text=self.params["name"]) is not None:
+                return done()
+            mem.pop("saved")
+        first, _, last = self.params["name"].partition(" ")
+        act = contacts_editor_expert(view, mem, first, last, self.params["number"], None)
+        if act is not None:
+            return act
+        mem["saved"] = True
+        return click(view.find(text="Save"))
+
+
+@register_task
+class ContactsNewContactDraft(SimTask):
+    """Fill the new-contact form without saving; AndroidWorld checks the editor on screen."""
+
+    name = "ContactsNewContactDraft"
+    app_names = ("contacts",)
+    complexity = 1.2
+    template = (
+        "Go to the new contact screen and enter the following details: First Name: {first}, Last Name: "
+        "{last}, Phone: {phone}, Phone Label: {phone_label}. Do NOT hit save."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {
+            "first": rng.choice(DRAFT_FIRST),
+            "last": rng.choice(DRAFT_LAST),
+            "phone": f"{rng.randint(100, 999)}-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
+            "phone_label": rng.choice(("Home", "Work")),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = self.rng("contacts")
+        seed_noise_contacts(dev, rng, rng.randint(4, 10), [f"{self.params['first']} {self.params['last']}"])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        """The editor must be the screen in front of Contacts, showing the four values (not saved)."""
+        if dev.foreground != PKG or not dev.stacks.get(PKG):
+            return 0.0
+        top = next((s for s in reversed(dev.stacks[PKG]) if not s.modal), None)
+        if not isinstance(top, app.ContactEditorScreen):
+            return 0.0
+        p = self.params
+        ok = (
+            fuzzy_match(top.field("first"), p["first"])
+            and fuzzy_match(top.field("last"), p["last"])
+            and digits(top.field("phone")) == digits(p["phone"])
+            and top.label == p["phone_label"]
+        )
+        return 1.0 if ok else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        return (
+            contacts_editor_expert(view, mem, p["first"], p["last"], p["phone"], p["phone_label"]) or done()
+        )

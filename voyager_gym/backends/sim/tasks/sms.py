@@ -1,0 +1,389 @@
+"""Simple SMS Messenger tasks. As in AndroidWorld, success means the SMS provider's sent box holds a message
+to the right number (compared by digits) whose body fuzzy-matches the expected text, sent within the last five
+minutes, with Simple SMS Messenger in front; SimpleSmsResend instead needs exactly one new sent message that
+repeats the earlier one. Older conversations are seeded as noise."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps import contacts as contacts_app
+from voyager_gym.backends.sim.apps import sms as app
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    digits,
+    done,
+    fuzzy_match,
+    long_press,
+    open_app,
+    register_task,
+    scroll_to_find,
+    type_into,
+)
+from voyager_gym.backends.sim.tasks.contacts import random_name, random_number, seed_noise_contacts
+
+PKG = app.PKG
+WINDOW_MS = 5 * 60 * 1000
+DAY_MS = 24 * 3600 * 1000
+
+MESSAGES = (
+    "Remember to feed the cat before you leave.",
+    "The plumber is coming tomorrow at 9 AM.",
+    "Dinner reservation confirmed for 7:30 PM on Saturday.",
+    "Can you pick up the kids from practice today?",
+    "Team standup moved to 10 AM on Monday.",
+    "Don't forget the farmers market this Sunday.",
+    "Your package was left at the front desk.",
+    "Car service appointment is on the 18th.",
+    "Bring a jacket, it will be cold tonight.",
+    "Movie night at my place on Friday.",
+    "The quarterly report is due next Thursday.",
+    "Happy birthday! Hope you have a great day.",
+    "Call me back when you get a chance.",
+    "Running ten minutes late, sorry!",
+    "Piano lesson rescheduled to Wednesday at 5 PM.",
+    "All that glitters is not gold.",
+    "Fortune favors the bold.",
+    "Practice makes perfect.",
+    "Every cloud has a silver lining.",
+    "Two heads are better than one.",
+    "Knowledge is power.",
+    "Time flies like an arrow.",
+    "Rome was not built in a day.",
+    "Still waters run deep.",
+    "The best things in life are free.",
+    "Home is where the heart is.",
+    "Laughter is the best medicine.",
+    "Slow and steady wins the race.",
+    "Look before you leap.",
+    "Hope for the best, prepare for the worst.",
+)
+ADDRESSES = (
+    "410 Pine St, Juneau, AK, 99801",
+    "22 Magnolia Ave, Mobile, AL, 36602",
+    "305 W Palm Ln, Tucson AZ 85705",
+    "77 Hickory Rd, Fayetteville, AR, 72701",
+    "1200 Aspen Dr Boulder, CO, 80302",
+    "58 Chestnut St, New Haven, CT, 06511",
+    "940 Willow Way, Wilmington, DE, 19801",
+    "3150 Peachtree Rd, Savannah, GA, 31401",
+)
+RESEND_ASK = "Sorry, there was a glitch, what was the last message you sent me?"
+
+
+# -- verifier helpers ------------------------------------------------------------------------------------
+def sent_messages(dev: DeviceState) -> list[dict[str, Any]]:
+    """The sent box, newest first (as `content query --uri content://sms/sent` lists it)."""
+    rows = [(i, m) for i, m in enumerate(dev.sms) if m.get("box") == "sent"]
+    return [m for _, m in sorted(rows, key=lambda t: (-t[1]["time_ms"], -t[0]))]
+
+
+def was_sent(dev: DeviceState, number: str, body: str, window_ms: int = WINDOW_MS) -> bool:
+    """A sent message to `number` (same digits) whose body fuzzy-matches `body`, at most `window_ms` old."""
+    return any(
+        digits(m["address"]) == digits(number)
+        and fuzzy_match(m["body"], body)
+        and dev.time_ms - m["time_ms"] <= window_ms
+        for m in sent_messages(dev)
+    )
+
+
+def seed_old_threads(dev: DeviceState, rng: random.Random, n: int, avoid: list[str]) -> None:
+    """`n` earlier conversations (1-4 read messages each, 1-9 days old), some with known contacts."""
+    known = [c for c in dev.contacts if digits(c["phone"]) not in {digits(a) for a in avoid}]
+    for k in range(n):
+        if known and rng.random() < 0.4:
+            address = known.pop(rng.randrange(len(known)))["phone"]
+        else:
+            address = random_number(rng)
+        t = dev.time_ms - rng.randint(1, 9) * DAY_MS - rng.randint(0, 12 * 3600) * 1000 - k * 60_000
+        for _ in range(rng.randint(1, 4)):
+            box = rng.choice(("inbox", "sent"))
+            dev.sms.append(
+                {"address": address, "body": rng.choice(MESSAGES), "time_ms": t, "box": box, "read": True}
+            )
+            t += rng.randint(1, 90) * 60_000
+
+
+# -- expert helpers --------------------------------------------------------------------------------------
+def in_thread(view: View) -> bool:
+    return view.find(rid=f"{PKG}:id/thread_send_message") is not None
+
+
+def fill_and_send(view: View, mem: dict[str, Any], message: str) -> Action:
+    """In a thread: type `message` into the message box, then tap Send (remembered in mem['sent'])."""
+    field = view.find(rid=f"{PKG}:id/message")
+    if field is None:
+        return back()
+    if (view.el(field).text or "") != message:
+        return type_into(field, message)
+    mem["sent"] = True
+    return click(view.find(rid=f"{PKG}:id/thread_send_message"))
+
+
+def to_main(view: View) -> Action | None:
+    """Open the app if needed; None when the conversation list is in front."""
+    if view.app != PKG:
+        return open_app("Simple SMS Messenger")
+    if view.title == "Simple SMS Messenger":
+        return None
+    return back()
+
+
+def compose_expert(view: View, mem: dict[str, Any], to: str, message: str, by_name: bool = False) -> Action:
+    """Start a conversation with `to` (a number, or a contact name when `by_name`) and send `message`."""
+    if mem.get("sent"):
+        return done()
+    if view.app != PKG:
+        return open_app("Simple SMS Messenger")
+    title = view.title or ""
+    if in_thread(view):
+        same = title == to if by_name else digits(title) == digits(to)
+        return fill_and_send(view, mem, message) if same else back()
+    if title == "Simple SMS Messenger":
+        return click(view.find(desc="Start a conversation"))
+    if title == "New conversation":
+        field = view.find(rid=f"{PKG}:id/recipient")
+        if by_name:
+            row = view.find(text=to, rid=f"{PKG}:id/item_contact_name")
+            if row is not None and (view.el(field).text or "") == to:
+                return click(row)
+        return type_into(field, to)
+    return back()
+
+
+def row_with_number(view: View, number: str) -> int | None:
+    for i in view.find_all(rid=f"{PKG}:id/conversation_address"):
+        if digits(view.el(i).text or "") == digits(number):
+            return i
+    return None
+
+
+class _SmsTask(SimTask):
+    """AndroidWorld's SimpleSMSSendSms: params number and message; sent within 5 minutes, app in front."""
+
+    app_names = ("simple sms messenger",)
+    complexity = 1.2
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"number": random_number(rng), "message": rng.choice(MESSAGES)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.sms.clear()
+        rng = self.rng("noise")
+        seed_noise_contacts(dev, rng, rng.randint(3, 8), [self.params.get("name", "")])
+        seed_old_threads(dev, rng, rng.randint(2, 6), [self.params["number"]])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        ok = was_sent(dev, self.params["number"], self.params["message"]) and dev.foreground == PKG
+        return 1.0 if ok else 0.0
+
+    def recent_texts(self, dev: DeviceState, texts: list[tuple[str, str]]) -> None:
+        """Deliver (address, body) texts just now, in order, a few seconds apart, unread."""
+        t = dev.time_ms - 3000 * len(texts)
+        for address, body in texts:
+            app.receive_sms(dev, address, body, t)
+            t += 3000
+
+
+@register_task
+class SimpleSmsSend(_SmsTask):
+    name = "SimpleSmsSend"
+    template = "Send a text message using Simple SMS Messenger to {number} with message: {message}"
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return compose_expert(view, mem, self.params["number"], self.params["message"])
+
+
+@register_task
+class SimpleSmsReply(_SmsTask):
+    name = "SimpleSmsReply"
+    template = "Reply to {number} with message: {message} in Simple SMS Messenger"
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        rng = self.rng("texts")
+        texts: list[tuple[str, str]] = []
+        relevant = False
+        for _ in range(rng.randint(1, 5)):
+            if not relevant and rng.random() < 0.5:
+                texts.append((self.params["number"], rng.choice(MESSAGES)))
+                relevant = True
+            texts.append((random_number(rng), rng.choice(MESSAGES)))
+        if not relevant:
+            texts.append((self.params["number"], rng.choice(MESSAGES)))
+        self.recent_texts(dev, texts)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("sent"):
+            return done()
+        if view.app == PKG and in_thread(view):
+            if digits(view.title or "") == digits(self.params["number"]):
+                return fill_and_send(view, mem, self.params["message"])
+            return back()
+        act = to_main(view)
+        if act is not None:
+            return act
+        i = row_with_number(view, self.params["number"])
+        if i is not None:
+            return click(i)
+        found = scroll_to_find(view, mem, "row", text=self.params["number"])
+        return click(found) if isinstance(found, int) else found
+
+
+@register_task
+class SimpleSmsReplyMostRecent(_SmsTask):
+    name = "SimpleSmsReplyMostRecent"
+    template = "Reply to the most recent text message using Simple SMS Messenger with message: {message}"
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        rng = self.rng("texts")
+        others = [m for m in MESSAGES if m != self.params["message"]]
+        texts = [(random_number(rng), rng.choice(others)) for _ in range(rng.randint(0, 5))]
+        texts.append((self.params["number"], rng.choice(others)))
+        self.recent_texts(dev, texts)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("sent"):
+            return done()
+        if view.app == PKG and in_thread(view):
+            return fill_and_send(view, mem, self.params["message"])
+        act = to_main(view)
+        if act is not None:
+            return act
+        rows = view.find_all(rid=f"{PKG}:id/conversation_address")
+        return click(rows[0]) if rows else back()
+
+
+@register_task
+class SimpleSmsSendClipboardContent(_SmsTask):
+    name = "SimpleSmsSendClipboardContent"
+    app_names = ("simple sms messenger", "clipper")
+    template = "Send a message to {number} with the clipboard content in Simple SMS Messenger"
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        dev.clipboard = self.params["message"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Open the thread, long-press the message box, tap Paste, then Send."""
+        if mem.get("sent"):
+            return done()
+        if view.app == PKG and in_thread(view) and digits(view.title or "") == digits(self.params["number"]):
+            field = view.find(rid=f"{PKG}:id/message")
+            if field is None:
+                return back()
+            if view.el(field).text:
+                mem["sent"] = True
+                return click(view.find(rid=f"{PKG}:id/thread_send_message"))
+            paste = view.find(text="Paste")
+            return click(paste) if paste is not None else long_press(field)
+        return compose_expert(view, mem, self.params["number"], "")
+
+
+@register_task
+class SimpleSmsResend(_SmsTask):
+    """Exactly one new sent message, equal (number digits, fuzzy body) to the one sent to {name} before."""
+
+    name = "SimpleSmsResend"
+    template = "Resend the message I just sent to {name} in Simple SMS Messenger"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"name": random_name(rng), "number": random_number(rng), "message": rng.choice(MESSAGES)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        contacts_app.add_contact(dev, self.params["name"], self.params["number"])
+        dev.sms.append(
+            {
+                "address": self.params["number"],
+                "body": self.params["message"],
+                "time_ms": dev.time_ms - 9000,
+                "box": "sent",
+                "read": True,
+            }
+        )
+        app.receive_sms(dev, self.params["number"], RESEND_ASK, dev.time_ms - 4000)
+        self.before_sent = len(sent_messages(dev))
+
+    def is_successful(self, dev: DeviceState) -> float:
+        after = sent_messages(dev)
+        if len(after) != self.before_sent + 1:
+            return 0.0
+        newest = after[0]
+        ok = digits(newest["address"]) == digits(self.params["number"]) and fuzzy_match(
+            newest["body"], self.params["message"]
+        )
+        return 1.0 if ok else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("sent"):
+            return done()
+        if view.app == PKG and in_thread(view):
+            if view.title != self.params["name"]:
+                return back()
+            if "msg" not in mem:
+                mine = view.find_all(rid=f"{PKG}:id/thread_message_sent")
+                if not mine:
+                    return back()
+                mem["msg"] = view.el(mine[-1]).text
+            return fill_and_send(view, mem, mem["msg"])
+        act = to_main(view)
+        if act is not None:
+            return act
+        found = scroll_to_find(view, mem, "row", text=self.params["name"])
+        return click(found) if isinstance(found, int) else found
+
+
+@register_task
+class SimpleSmsSendReceivedAddress(_SmsTask):
+    """Forward the address that {name2} texted to {name1} (both are contacts)."""
+
+    name = "SimpleSmsSendReceivedAddress"
+    complexity = 1.8
+    template = "Text the address of the event to {name1} that {name2} just sent me in Simple SMS Messenger"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        name1 = random_name(rng)
+        return {
+            "name1": name1,
+            "number": random_number(rng),
+            "name2": random_name(rng, [name1]),
+            "message": rng.choice(ADDRESSES),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.sms.clear()
+        rng = self.rng("noise")
+        p = self.params
+        seed_noise_contacts(dev, rng, rng.randint(3, 8), [p["name1"], p["name2"]])
+        contacts_app.add_contact(dev, p["name1"], p["number"])
+        name2_number = random_number(rng)
+        contacts_app.add_contact(dev, p["name2"], name2_number)
+        seed_old_threads(dev, rng, rng.randint(2, 6), [p["number"], name2_number])
+        app.receive_sms(dev, name2_number, p["message"], dev.time_ms - 3000)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        if "addr" not in mem:
+            if view.app == PKG and in_thread(view) and view.title == p["name2"]:
+                got = view.find_all(rid=f"{PKG}:id/thread_message_received")
+                if got:
+                    mem["addr"] = view.el(got[-1]).text
+                    return back()
+            act = to_main(view)
+            if act is not None:
+                return act
+            found = scroll_to_find(view, mem, "row", text=p["name2"])
+            return click(found) if isinstance(found, int) else found
+        return compose_expert(view, mem, p["name1"], mem["addr"], by_name=True)

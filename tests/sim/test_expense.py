@@ -1,0 +1,144 @@
+"""Pro Expense: near-miss verifier cases for every task and the app's add / delete flows through actions."""
+
+import numpy as np
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.expense import insert_expense
+from voyager_gym.backends.sim.expert import run_expert
+
+
+def start(backend, name, seed=7):
+    backend.reset(name, backend.generate_params(name, seed), np.random.default_rng(0))
+    return backend.task, backend.phone.dev
+
+
+def add_row(dev, row, **changes):
+    r = {**row, **changes}
+    insert_expense(dev, r["name"], r["amount"], r["category"], r["note"], dev.time_ms)
+
+
+def act(backend, action_type, **kw):
+    backend.execute(Action(action_type, **kw))
+
+
+def index_of(backend, text=None, desc=None, hint=None):
+    for i, e in enumerate(backend.phone.elements()):
+        if (
+            (text is None or e.text == text)
+            and (desc is None or e.content_description == desc)
+            and (hint is None or e.hint_text == hint)
+        ):
+            return i
+    raise AssertionError(f"no element text={text!r} desc={desc!r} hint={hint!r}")
+
+
+def test_add_single_exact_row_passes_and_near_misses_fail(backend):
+    task, dev = start(backend, "ExpenseAddSingle")
+    target = task.params["row_objects"][0]
+    assert task.is_successful(dev) == 0.0
+    snap = dev.snapshot()
+    add_row(dev, target, amount=target["amount"] + 1)  # one cent off
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    add_row(dev, target, category=target["category"] % 11 + 1)  # wrong category
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    add_row(dev, target, note=target["note"].lower() + " ")  # fuzzy text still matches
+    assert task.is_successful(dev) == 1.0
+    add_row(dev, target, name="Something else")  # an extra row
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    add_row(dev, target)
+    dev.table("expense")[0]["note"] = "changed"  # an earlier row altered
+    assert task.is_successful(dev) == 0.0
+
+
+def test_add_multiple_needs_every_row(backend):
+    task, dev = start(backend, "ExpenseAddMultiple")
+    for r in task.params["row_objects"][:2]:
+        add_row(dev, r)
+    assert task.is_successful(dev) == 0.0
+    add_row(dev, task.params["row_objects"][2])
+    assert task.is_successful(dev) == 1.0
+
+
+def test_delete_single_and_multiple_near_misses(backend):
+    task, dev = start(backend, "ExpenseDeleteSingle")
+    assert len(dev.table("expense")) == 1  # AndroidWorld inserts only the target row
+    dev.table("expense").clear()
+    insert_expense(dev, "Coffee", 1234, 3, "", dev.time_ms)  # deleted, but a new row appeared
+    assert task.is_successful(dev) == 0.0
+    dev.table("expense").clear()
+    assert task.is_successful(dev) == 1.0
+
+    task, dev = start(backend, "ExpenseDeleteMultiple")
+    rows = dev.table("expense")
+    del rows[0:2]  # two of three
+    assert task.is_successful(dev) == 0.0
+    rows.clear()
+    assert task.is_successful(dev) == 1.0
+
+
+def test_delete_duplicates_exactly_one_copy(backend):
+    task, dev = start(backend, "ExpenseDeleteDuplicates")
+    rows = dev.table("expense")
+    assert len(rows) == 7
+    a, b = rows[-2], rows[-1]
+    assert {k: v for k, v in a.items() if k != "expense_id"} == {
+        k: v for k, v in b.items() if k != "expense_id"
+    }
+    snap = dev.snapshot()
+    rows.remove(b)
+    assert task.is_successful(dev) == 1.0
+    rows.remove(a)  # both copies gone
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    dev.table("expense").pop(-2)
+    dev.table("expense").pop(0)  # one copy and a unique expense
+    assert task.is_successful(dev) == 0.0
+
+
+def test_delete_via_detail_sheet_and_add_via_entry_form(backend):
+    task, dev = start(backend, "ExpenseDeleteMultiple")
+    name = task.params["row_objects"][1]["name"]
+    act(backend, "open_app", app_name="pro expense app")
+    act(backend, "click", index=index_of(backend, text=name))
+    assert backend.phone.find(text="Expense Detail") is not None
+    act(backend, "click", index=index_of(backend, text="Delete"))
+    act(backend, "click", index=index_of(backend, text="Cancel"))
+    assert len(dev.table("expense")) == 3
+    act(backend, "click", index=index_of(backend, text=name))
+    act(backend, "click", index=index_of(backend, text="Delete"))
+    act(backend, "click", index=index_of(backend, text="Confirm"))
+    assert [r["name"] for r in dev.table("expense")] == [
+        r["name"] for r in task.params["row_objects"] if r["name"] != name
+    ]
+    act(backend, "click", index=index_of(backend, desc="Add Expense"))
+    act(backend, "input_text", index=index_of(backend, hint="Name"), text="Taxi Fare")
+    act(backend, "input_text", index=index_of(backend, hint="Amount"), text="$12.5")
+    act(backend, "click", index=index_of(backend, text="Transportation"))
+    act(backend, "input_text", index=index_of(backend, hint="Note"), text="Airport")
+    act(backend, "click", index=index_of(backend, text="Save"))
+    new = dev.table("expense")[-1]
+    assert (new["name"], new["amount"], new["category"], new["note"]) == ("Taxi Fare", 1250, 7, "Airport")
+    assert backend.phone.find(text="Taxi Fare") is not None  # back on the home screen's recent list
+
+
+def test_expert_trajectory_with_a_wrong_category_fails(backend):
+    seed = next(
+        s
+        for s in range(11, 60)
+        if backend.generate_params("ExpenseAddSingle", s)["row_objects"][0]["category"] != 1
+    )
+    run = run_expert(backend, "ExpenseAddSingle", seed)
+    assert run.score == 1.0
+    task, dev = start(backend, "ExpenseAddSingle", seed)
+    for a in run.actions:  # replay, but never tap a category chip: the default "Others" is kept
+        if (
+            a.action_type == "click"
+            and backend.phone.element_nodes()[a.index].rid == "com.arduia.expense:id/category_chip"
+        ):
+            continue
+        backend.execute(a)
+    assert len(dev.table("expense")) == 11
+    assert task.is_successful(dev) == 0.0

@@ -1,0 +1,509 @@
+"""Pro Expense tasks (AndroidWorld's single/expense.py): add expenses, delete named ones, delete duplicates.
+
+Verifiers read `dev.table("expense")` with AndroidWorld's sqlite rules: add tasks need every expected row
+present (name and note fuzzy, amount in cents and category id exact), exactly before + n rows and every
+earlier row unchanged; delete tasks need exactly the target rows gone and every other row intact (for
+duplicates: exactly one of the two identical rows gone)."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.expense import CATEGORIES, PKG, TABLE, insert_expense
+from voyager_gym.backends.sim.device import START_MS, DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    done,
+    fuzzy_match,
+    long_press,
+    open_app,
+    register_task,
+    scroll,
+    scroll_to_find,
+    type_into,
+)
+
+APP = "pro expense"
+OCT_1_MS = 1696118400000  # 2023-10-01 00:00 UTC
+
+# Expense names per category (AndroidWorld's generator draws a category, then a name from its list).
+EXPENSE_NAMES: dict[str, tuple[str, ...]] = {
+    "Others": (
+        "Emergency Repairs",
+        "Pet Supplies",
+        "Pet Care",
+        "Household Items",
+        "Stationery",
+        "Unexpected Expenses",
+        "Miscellaneous Gifts",
+        "Subscriptions",
+        "Membership Fees",
+        "Legal Fees",
+    ),
+    "Income": (
+        "Salary",
+        "Freelance Payment",
+        "Bonus",
+        "Dividends",
+        "Interest Income",
+        "Rental Income",
+        "Capital Gains",
+        "Reimbursements",
+        "Side Business",
+        "Consulting Fees",
+    ),
+    "Food": (
+        "Restaurant Meal",
+        "Groceries",
+        "Coffee",
+        "Fast Food",
+        "Fine Dining",
+        "Bakery Items",
+        "Snacks",
+        "Food Delivery",
+        "Specialty Foods",
+        "Dining Out",
+    ),
+    "Housing": (
+        "Rent Payment",
+        "Mortgage",
+        "Home Repairs",
+        "Utilities",
+        "Property Taxes",
+        "Home Insurance",
+        "Furnishing",
+        "Cleaning Services",
+        "Landscaping",
+        "Pest Control",
+    ),
+    "Social": (
+        "Dinner Party",
+        "Gift for Friend",
+        "Club Membership",
+        "Wedding Gift",
+        "Charity Donations",
+        "Birthday Present",
+        "Social Club Dues",
+        "Event Tickets",
+        "Night Out",
+        "Party Supplies",
+    ),
+    "Entertainment": (
+        "Concert Tickets",
+        "Movie Night",
+        "Theater Show",
+        "Streaming Services",
+        "Video Games",
+        "Books",
+        "Magazines",
+        "Hobbies",
+        "Museum Tickets",
+        "Amusement Park",
+    ),
+    "Transportation": (
+        "Taxi Fare",
+        "Public Transit Pass",
+        "Gas",
+        "Parking Fees",
+        "Car Maintenance",
+        "Bike Repairs",
+        "Car Insurance",
+        "Public Transit",
+        "Flight Tickets",
+        "Ride-Sharing",
+    ),
+    "Clothes": (
+        "New Jacket",
+        "Shirt Purchase",
+        "Shoes",
+        "Dress",
+        "Jeans",
+        "Accessories",
+        "Sportswear",
+        "Undergarments",
+        "Tailoring Services",
+        "Laundry",
+    ),
+    "Health Care": (
+        "Doctor Visits",
+        "Medications",
+        "Health Insurance",
+        "Dental Care",
+        "Eyecare",
+        "Wellness Products",
+        "Gym Membership",
+        "Therapy Sessions",
+        "Medical Tests",
+    ),
+    "Education": (
+        "Tuition Fees",
+        "School Supplies",
+        "Textbooks",
+        "Online Courses",
+        "Seminars",
+        "Workshops",
+        "Educational Software",
+        "Library Fees",
+        "ProDev",
+        "Tutoring Services",
+    ),
+    "Donation": (
+        "Charity",
+        "Fundraising Events",
+        "Sponsorships",
+        "Non-Profit Support",
+        "Crowdfunding",
+        "Religious",
+        "Political",
+        "Educational",
+        "Medical Research",
+        "Environmental",
+    ),
+}
+NOTES = (
+    "Paid with card",
+    "Urgent",
+    "Recurring every month",
+    "Nice to have",
+    "Necessary",
+    "Transfer funds later",
+    "Might repeat this",
+)
+COMPARE = ("name", "amount", "category", "note")
+FREE_FORM = ("name", "note")
+
+
+# -- data ----------------------------------------------------------------------------------------------
+def random_expense(rng: random.Random) -> dict[str, Any]:
+    """A realistic expense: category, a name of that category, $10-$500 in cents, a note, an October date."""
+    category = rng.choice(sorted(CATEGORIES))
+    ts = rng.randrange(OCT_1_MS // 1000, START_MS // 1000) * 1000
+    return {
+        "name": rng.choice(EXPENSE_NAMES[CATEGORIES[category]]),
+        "amount": rng.randint(1000, 50000),
+        "category": category,
+        "note": rng.choice(NOTES),
+        "created_date": ts,
+        "modified_date": ts,
+    }
+
+
+def distinct_expenses(
+    rng: random.Random, n: int, exclude_names: set[str] = frozenset(), unique_names: bool = False
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    while len(out) < n:
+        c = random_expense(rng)
+        if (
+            c["name"] in exclude_names
+            or c in out
+            or (unique_names and any(c["name"] == o["name"] for o in out))
+        ):
+            continue
+        out.append(c)
+    return out
+
+
+def amount_dollars(cents: int) -> str:
+    """AndroidWorld's text form of an amount: `$` + cents / 100 as a Python float (e.g. $123.4, $100.0)."""
+    return f"${cents / 100}"
+
+
+def rows_as_text(rows: list[dict[str, Any]], fmt: str) -> str:
+    fields = ("name", "amount_dollars", "category_name", "note")
+
+    def value(r: dict[str, Any], f: str) -> str:
+        return {
+            "amount_dollars": amount_dollars(r["amount"]),
+            "category_name": CATEGORIES[r["category"]],
+        }.get(f, str(r.get(f, "")))
+
+    if fmt == "csv":
+        return "|".join(fields) + "\n" + "\n".join("|".join(value(r, f) for f in fields) for r in rows)
+    blocks = []
+    for r in rows:
+        blocks.append(f"Expense: {r['name']}\n" + "".join(f" {f}: {value(r, f)}\n" for f in fields[1:]))
+    return "\n".join(blocks)
+
+
+def insert_rows(dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        insert_expense(
+            dev, r["name"], r["amount"], r["category"], r["note"], r["created_date"], r["modified_date"]
+        )
+
+
+# -- verifier rules (AndroidWorld's sqlite validators) -------------------------------------------------------
+def removal_ok(before: list[dict], after: list[dict], ids: list[int], key: str) -> bool:
+    """The rows with `ids` are gone; every other row is unchanged; nothing new appeared."""
+    for r in before:
+        if (r[key] in ids) == (r in after):
+            return False
+    return all(r in before for r in after)
+
+
+def addition_ok(
+    before: list[dict],
+    after: list[dict],
+    refs: list[dict],
+    compare: tuple[str, ...],
+    free_form: tuple[str, ...],
+) -> bool:
+    """Every reference row matches some row (free-form fields fuzzily), the count grew by exactly len(refs),
+    and every earlier row is still there unchanged."""
+
+    def matches(ref: dict, row: dict) -> bool:
+        for f in compare:
+            if f in free_form:
+                if not fuzzy_match(ref.get(f), row.get(f)):
+                    return False
+            elif ref.get(f) != row.get(f):
+                return False
+        return True
+
+    if not all(any(matches(ref, row) for row in after) for ref in refs):
+        return False
+    if len(after) != len(before) + len(refs):
+        return False
+    return all(r in after for r in before)
+
+
+# -- expert helpers ------------------------------------------------------------------------------------------
+def to_logs(view: View) -> Action | None:
+    """From anywhere, get to Expense Logs; None once there."""
+    if view.app != PKG:
+        return open_app("Pro Expense")
+    title = view.title or ""
+    if title == "Expense Logs" or title.endswith(("item", "items")):
+        return None
+    more = view.find(rid=f"{PKG}:id/btn_more")
+    if title == "Pro Expense" and more is not None:
+        return click(more)
+    return back()
+
+
+def log_records(view: View) -> list[tuple[int, str, str, str]]:
+    """(name element index, name, amount text, day header) for every visible expense row, top to bottom."""
+    out, day = [], ""
+    cur: list[Any] | None = None
+    for i, e in enumerate(view.elements):
+        rid = e.resource_name or ""
+        if rid.endswith(":id/tv_date_header"):
+            day = e.text or ""
+        elif rid.endswith(":id/tv_name"):
+            cur = [i, e.text or "", "", day]
+        elif rid.endswith(":id/tv_amount") and cur is not None:
+            cur[2] = e.text or ""
+            out.append(tuple(cur))
+            cur = None
+    return out
+
+
+class _Expense(SimTask):
+    app_names = (APP,)
+    insert_targets = True  # delete tasks start with their target rows; add tasks only with the noise
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.table(TABLE).clear()
+        insert_rows(dev, self.params.get("noise_row_objects", []))
+        if self.insert_targets:
+            insert_rows(dev, self.params.get("row_objects", []))
+        self.before = copy.deepcopy(dev.table(TABLE))
+
+
+class _ExpenseAdd(_Expense):
+    insert_targets = False
+    n_rows = 1
+    n_noise = 10
+    template = "Add the following expenses into the pro expense:\n{rows_text}"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        targets = distinct_expenses(rng, cls.n_rows)
+        noise = distinct_expenses(rng, cls.n_noise, exclude_names={t["name"] for t in targets})
+        return {
+            "row_objects": targets,
+            "noise_row_objects": noise,
+            "text_representation_type": rng.choice(["csv", "text_block"]),
+        }
+
+    @property
+    def goal(self) -> str:
+        text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
+        return f"Add the following expenses into the {APP}:\n{text}"
+
+    def is_successful(self, dev: DeviceState) -> float:
+        ok = addition_ok(self.before, dev.table(TABLE), self.params["row_objects"], COMPARE, FREE_FORM)
+        return 1.0 if ok else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        targets = self.params["row_objects"]
+        added = mem.setdefault("added", 0)
+        if view.app != PKG:
+            return open_app("Pro Expense")
+        title = view.title
+        if title == "Pro Expense" and view.has(desc="Add Expense"):
+            return done() if added >= len(targets) else click(view.find(desc="Add Expense"))
+        if title != "Expense Entry" or added >= len(targets):
+            return back()
+        row = targets[added]
+        want = {"Name": row["name"], "Amount": f"{row['amount'] / 100}", "Note": row["note"]}
+        for hint in ("Name", "Amount"):
+            i = view.find(hint=hint, editable=True)
+            if i is not None and (view.el(i).text or "") != want[hint]:
+                return type_into(i, want[hint])
+        chip = view.find(text=CATEGORIES[row["category"]], rid=f"{PKG}:id/category_chip")
+        if chip is not None and not view.el(chip).is_selected:
+            return click(chip)
+        i = view.find(hint="Note", editable=True)
+        if i is not None and (view.el(i).text or "") != want["Note"]:
+            return type_into(i, want["Note"])
+        mem["added"] = added + 1
+        return click(view.find(text="Save"))
+
+
+@register_task
+class ExpenseAddSingle(_ExpenseAdd):
+    name = "ExpenseAddSingle"
+    complexity = 1.2
+    n_rows = 1
+
+
+@register_task
+class ExpenseAddMultiple(_ExpenseAdd):
+    name = "ExpenseAddMultiple"
+    complexity = 6
+    n_rows = 3
+
+
+class _ExpenseDelete(_Expense):
+    """Delete named expenses (AndroidWorld inserts only the targets: no noise rows)."""
+
+    n_rows = 3
+    template = "Delete the following expenses from pro expense: {names}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"row_objects": distinct_expenses(rng, cls.n_rows, unique_names=True)}
+
+    @property
+    def goal(self) -> str:
+        names = ", ".join(r["name"] for r in self.params["row_objects"])
+        return f"Delete the following expenses from {APP}: {names}."
+
+    def target_ids(self) -> list[int]:
+        return [r["expense_id"] for r in self.before[len(self.before) - self.n_rows :]]
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if removal_ok(self.before, dev.table(TABLE), self.target_ids(), "expense_id") else 0.0
+
+
+@register_task
+class ExpenseDeleteSingle(_ExpenseDelete):
+    name = "ExpenseDeleteSingle"
+    complexity = 1
+    n_rows = 1
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Open the expense from Expense Logs, Delete in its detail sheet, Confirm."""
+        target = self.params["row_objects"][0]["name"]
+        if mem.get("deleted"):
+            return done() if view.app == PKG and view.title in ("Expense Logs", "Pro Expense") else back()
+        confirm = view.find(text="Confirm")
+        if confirm is not None and view.has(text="Delete Items"):
+            mem["deleted"] = True
+            return click(confirm)
+        if view.has(text="Expense Detail"):
+            name = view.find(rid=f"{PKG}:id/tv_detail_name")
+            return (
+                click(view.find(text="Delete"))
+                if name is not None and view.el(name).text == target
+                else back()
+            )
+        act = to_logs(view)
+        if act is not None:
+            return act
+        found = scroll_to_find(view, mem, "find", text=target, rid=f"{PKG}:id/tv_name")
+        return click(found) if isinstance(found, int) else found
+
+
+@register_task
+class ExpenseDeleteMultiple(_ExpenseDelete):
+    name = "ExpenseDeleteMultiple"
+    complexity = 2
+    n_rows = 3
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Multi-select in Expense Logs: long-press the first target, tap the others, Delete, Confirm."""
+        names = [r["name"] for r in self.params["row_objects"]]
+        if mem.get("deleted"):
+            return done() if view.app == PKG and view.title in ("Expense Logs", "Pro Expense") else back()
+        if view.has(text="Delete Items"):
+            mem["deleted"] = True
+            return click(view.find(text="Confirm"))
+        act = to_logs(view)
+        if act is not None:
+            return act
+        selecting = (view.title or "") != "Expense Logs"
+        chosen = {view.el(i).text for i in view.find_all(rid=f"{PKG}:id/tv_name") if view.el(i).is_selected}
+        pending = [n for n in names if n not in chosen]
+        if not pending:
+            return click(view.find(desc="Delete"))
+        found = scroll_to_find(view, mem, f"find:{pending[0]}", text=pending[0], rid=f"{PKG}:id/tv_name")
+        if not isinstance(found, int):
+            return found
+        return click(found) if selecting else long_press(found)
+
+
+@register_task
+class ExpenseDeleteDuplicates(_Expense):
+    name = "ExpenseDeleteDuplicates"
+    complexity = 1.2
+    n_noise = 5
+    template = (
+        "Delete all but one of any expenses in pro expense that are exact duplicates, ensuring at least one "
+        "instance of each unique expense remains."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        rows = distinct_expenses(rng, cls.n_noise + 1)
+        target = rows.pop()
+        return {"row_objects": [target, dict(target)], "noise_row_objects": rows}
+
+    def is_successful(self, dev: DeviceState) -> float:
+        a, b = (r["expense_id"] for r in self.before[-2:])
+        after = dev.table(TABLE)
+        ok = removal_ok(self.before, after, [a], "expense_id") or removal_ok(
+            self.before, after, [b], "expense_id"
+        )
+        return 1.0 if ok else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Find two rows with the same name, amount and day in Expense Logs; delete the second."""
+        if mem.get("deleted"):
+            return done() if view.app == PKG and view.title in ("Expense Logs", "Pro Expense") else back()
+        if view.has(text="Delete Items"):
+            mem["deleted"] = True
+            return click(view.find(text="Confirm"))
+        if view.has(text="Expense Detail"):
+            return click(view.find(text="Delete")) if mem.get("opened") else back()
+        act = to_logs(view)
+        if act is not None:
+            return act
+        seen: dict[tuple[str, str, str], int] = {}
+        for idx, name, amount, day in log_records(view):
+            if (name, amount, day) in seen:
+                mem["opened"] = True
+                return click(idx)
+            seen[(name, amount, day)] = idx
+        mem["scrolls"] = mem.get("scrolls", 0) + 1
+        if mem["scrolls"] > 12:
+            raise LookupError("expert found no duplicate expenses")
+        return scroll("down", view.scrollable())

@@ -1,0 +1,229 @@
+"""Markor on SimDroid: near-miss verifier checks for every task and key interactions driven by actions."""
+
+import numpy as np
+import pytest
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.markor import MARKOR_DIR, with_extension
+from voyager_gym.backends.sim.expert import run_expert
+from voyager_gym.backends.sim.tasks.markor import top_level_files
+
+M = MARKOR_DIR
+
+
+def start(backend, name, seed=1):
+    params = backend.generate_params(name, seed)
+    backend.reset(name, params, np.random.default_rng(0))
+    return backend.task, backend.phone.dev
+
+
+def idx(backend, text=None, desc=None, hint=None):
+    """Index of the first element with the given text / description / hint."""
+    for i, e in enumerate(backend.phone.elements()):
+        if (text is None or e.text == text) and (desc is None or e.content_description == desc) and \
+                (hint is None or e.hint_text == hint):
+            return i
+    raise AssertionError(f"no element text={text!r} desc={desc!r} hint={hint!r}")
+
+
+def act(backend, action_type, **kw):
+    backend.execute(Action(action_type, **kw))
+
+
+def score(backend):
+    return backend.score()
+
+
+# -- near misses --------------------------------------------------------------------------------------------
+def test_create_note_near_misses(backend):
+    task, dev = start(backend, "MarkorCreateNote")
+    name, text = task.params["file_name"], task.params["text"]
+    dev.write_file(f"{M}/{name}", "something else entirely")
+    assert score(backend) == 0.0
+    dev.remove(f"{M}/{name}")
+    dev.write_file(f"{M}/{name}.md", text)  # extension doubled
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/Sub/{name}", text)  # wrong folder
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{name}", text.upper() + "\n")  # case and trailing newline do not matter
+    assert score(backend) == 1.0
+
+
+def test_create_folder_near_misses(backend):
+    task, dev = start(backend, "MarkorCreateFolder")
+    folder = task.params["folder_name"]
+    dev.mkdir(f"{M}/{folder}_1")
+    assert score(backend) == 0.0
+    dev.mkdir(f"/storage/emulated/0/Documents/{folder}")  # outside Markor's folder
+    assert score(backend) == 0.0
+    dev.mkdir(f"{M}/{folder}")
+    assert score(backend) == 1.0
+
+
+def test_delete_note_near_miss(backend):
+    task, dev = start(backend, "MarkorDeleteNote")
+    target = task.params["file_name"]
+    others = [f for f in dev.listdir(M)[1] if f != target]
+    assert others, "noise notes exist"
+    dev.remove(f"{M}/{others[0]}")
+    assert score(backend) == 0.0
+    dev.remove(f"{M}/{target}")
+    assert score(backend) == 1.0
+
+
+def test_delete_newest_near_misses(backend):
+    task, dev = start(backend, "MarkorDeleteNewestNote", seed=4)
+    files = top_level_files(dev)
+    assert len(files) >= 2 and len({t for _, t in files}) == len(files)
+    oldest, newest = files[0][0], files[-1][0]
+    snap = dev.snapshot()
+    dev.remove(f"{M}/{oldest}")
+    assert score(backend) == 0.0
+    backend.restore(snap)
+    dev = backend.phone.dev
+    dev.remove(f"{M}/{newest}")
+    dev.advance(60_000)
+    dev.write_file(f"{M}/{oldest}", "edited")  # touching another note changes its time
+    assert score(backend) == 0.0
+    backend.restore(snap)
+    dev = backend.phone.dev
+    dev.remove(f"{M}/{newest}")
+    assert score(backend) == 1.0
+
+
+def test_delete_all_near_miss(backend):
+    task, dev = start(backend, "MarkorDeleteAllNotes")
+    files = dev.listdir(M)[1]
+    for f in files[1:]:
+        dev.remove(f"{M}/{f}")
+    assert score(backend) == 0.0
+    dev.remove(f"{M}/{files[0]}")
+    dev.mkdir(f"{M}/KeptFolder")  # folders are not notes
+    assert score(backend) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_edit_note_near_miss(backend, seed):
+    task, dev = start(backend, "MarkorEditNote", seed=seed)
+    path = f"{M}/{task.params['file_name']}"
+    assert score(backend) == 0.0  # untouched
+    dev.write_file(path, task.expected() + "\nand one more long line that should not be there")
+    assert score(backend) == 0.0
+    dev.write_file(path, task.expected() + "\n")
+    assert score(backend) == 1.0
+
+
+def test_add_note_header_near_misses(backend):
+    task, dev = start(backend, "MarkorAddNoteHeader")
+    p = task.params
+    good = p["header"] + "\n\n" + p["original_content"] + "\n"
+    dev.write_file(f"{M}/{p['original_name']}", good)
+    assert score(backend) == 0.0  # not renamed
+    dev.remove(f"{M}/{p['original_name']}")
+    dev.write_file(f"{M}/{p['new_name']}", p["header"] + "\n" + p["original_content"] + "\n")  # no blank line
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{p['new_name']}", good)
+    assert score(backend) == 1.0
+
+
+def test_change_note_content_near_misses(backend):
+    task, dev = start(backend, "MarkorChangeNoteContent")
+    p = task.params
+    old = dev.read_file(f"{M}/{p['original_name']}")
+    dev.remove(f"{M}/{p['original_name']}")
+    dev.write_file(f"{M}/{p['new_name']}", old)  # renamed, content unchanged
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{p['original_name']}", p["updated_content"])  # both names present
+    dev.write_file(f"{M}/{p['new_name']}", p["updated_content"])
+    assert score(backend) == 0.0
+    dev.remove(f"{M}/{p['original_name']}")
+    assert score(backend) == 1.0
+
+
+def test_move_note_near_misses(backend):
+    task, dev = start(backend, "MarkorMoveNote")
+    p = task.params
+    src, dst = f"{M}/{p['source_folder']}", f"{M}/{p['destination_folder']}"
+    dev.write_file(f"{dst}/{p['file_name']}", "copy")  # copied, not moved
+    assert score(backend) == 0.0
+    dev.remove(f"{dst}/{p['file_name']}")
+    dev.move(f"{src}/{p['file_name']}", M)  # moved to the wrong folder
+    assert score(backend) == 0.0
+    dev.move(f"{M}/{p['file_name']}", dst)
+    assert score(backend) == 1.0
+
+
+# -- interactions --------------------------------------------------------------------------------------------
+def test_delete_through_the_ui(backend):
+    task, dev = start(backend, "MarkorDeleteNote", seed=3)
+    act(backend, "open_app", app_name="markor")
+    name = sorted(dev.listdir(M)[1], key=str.lower)[0]
+    act(backend, "long_press", index=idx(backend, text=name))
+    assert backend.phone.find(text="1 selected") is not None
+    act(backend, "click", index=idx(backend, desc="Delete"))
+    act(backend, "click", index=idx(backend, text="Cancel"))
+    assert dev.exists(f"{M}/{name}")
+    act(backend, "click", index=idx(backend, desc="Delete"))
+    act(backend, "click", index=idx(backend, text="OK"))
+    assert not dev.exists(f"{M}/{name}")
+    assert backend.phone.find(text="1 selected") is None
+
+
+def test_new_note_editor_saves_on_back(backend):
+    start(backend, "MarkorCreateNote")
+    dev = backend.phone.dev
+    act(backend, "open_app", app_name="Markor")
+    act(backend, "click", index=idx(backend, desc="Create a new file or folder"))
+    act(backend, "input_text", index=idx(backend, hint="Name"), text="groceries")
+    act(backend, "click", index=idx(backend, text="Plain Text"))
+    act(backend, "click", index=idx(backend, text="OK"))
+    assert dev.read_file(f"{M}/groceries.txt") == ""  # created empty at once, editor open
+    editor = next(i for i, e in enumerate(backend.phone.elements()) if e.is_editable)
+    act(backend, "input_text", index=editor, text="milk and eggs")
+    assert dev.read_file(f"{M}/groceries.txt") == ""  # not saved while editing
+    act(backend, "navigate_back")  # closes the keyboard
+    act(backend, "navigate_back")  # leaves the editor: autosave
+    assert dev.read_file(f"{M}/groceries.txt") == "milk and eggs\n"
+    assert backend.phone.find(text="groceries.txt") is not None
+
+
+def test_with_extension():
+    assert with_extension("a", ".md") == "a.md"
+    assert with_extension("a.txt", ".md") == "a.txt"
+    assert with_extension("a.md", ".md") == "a.md"
+
+
+def test_rename_and_move_through_selection(backend):
+    task, dev = start(backend, "MarkorMoveNote", seed=2)
+    p = task.params
+    act(backend, "open_app", app_name="markor")
+    act(backend, "click", index=idx(backend, text=p["source_folder"]))
+    names = sorted(dev.listdir(f"{M}/{p['source_folder']}")[1], key=str.lower)
+    act(backend, "long_press", index=idx(backend, text=names[0]))
+    act(backend, "click", index=idx(backend, desc="More options"))
+    act(backend, "click", index=idx(backend, text="Rename"))
+    act(backend, "input_text", index=idx(backend, hint="Name"), text="0renamed.md", clear_text=True)
+    assert dev.exists(f"{M}/{p['source_folder']}/0renamed.md")
+    act(backend, "long_press", index=idx(backend, text="0renamed.md"))
+    act(backend, "click", index=idx(backend, desc="Move"))
+    act(backend, "click", index=idx(backend, text=".."))
+    act(backend, "click", index=idx(backend, text=p["destination_folder"]))
+    act(backend, "click", index=idx(backend, text="OK"))
+    assert dev.exists(f"{M}/{p['destination_folder']}/0renamed.md")
+    assert not dev.exists(f"{M}/{p['source_folder']}/0renamed.md")
+
+
+def test_sort_by_date_shows_newest_first(backend):
+    task, dev = start(backend, "MarkorDeleteNewestNote", seed=5)
+    newest = top_level_files(dev)[-1][0]
+    act(backend, "open_app", app_name="markor")
+    act(backend, "click", index=idx(backend, desc="Sort by"))
+    act(backend, "click", index=idx(backend, text="Date"))
+    rows = [e.text for e in backend.phone.elements()
+            if (e.resource_name or "").endswith("filesystem_item__title")]
+    assert rows[0] == newest
+
+
+def test_expert_run_is_short(backend):
+    run = run_expert(backend, "MarkorAddNoteHeader", 11)
+    assert run.score == 1.0 and run.steps <= run.max_steps

@@ -1,0 +1,636 @@
+"""Markor tasks: create, edit, rename, move and delete notes (files under Documents/Markor).
+
+Verifiers follow AndroidWorld's file checks: a name "exists" when that exact path is under the folder (file or
+folder), contents fuzzy-match (SequenceMatcher >= 0.9, case-insensitive, CR removed, stripped) except
+MarkorAddNoteHeader's exact match, and MarkorDeleteNewestNote compares the (name, time) list oldest-first.
+Noise notes are generated around the targets the way AndroidWorld varies file names (date prefixes, random or
+fixed suffixes). The word lists below are SimDroid's own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+import random
+import string
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.markor import EDITOR_KEY, MARKOR_DIR
+from voyager_gym.backends.sim.apps.markor import PKG as MARKOR
+from voyager_gym.backends.sim.device import SDCARD, START_MS, DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    done,
+    fuzzy_match,
+    long_press,
+    open_app,
+    register_task,
+    scroll_to_find,
+    type_into,
+)
+
+ADJECTIVES = (
+    "amber", "brisk", "calm", "daring", "eager", "fuzzy", "gentle", "hasty", "icy", "jolly", "keen", "lucky",
+    "merry", "noble", "odd", "plain", "quiet", "rapid", "shiny", "tidy", "urban", "vivid", "witty", "young",
+    "zesty", "bold", "cozy", "dusty", "early", "fresh",
+)
+NOUNS = (
+    "anchor", "badger", "candle", "dolphin", "ember", "falcon", "garden", "harbor", "iris", "jungle",
+    "kettle", "lantern", "meadow", "nutmeg", "orchid", "pebble", "quartz", "river", "saddle", "tulip",
+    "valley", "walnut", "yarrow", "zephyr", "beacon", "cobalt", "drum", "fern", "grove", "maple",
+)
+SENTENCES = (
+    "Call the plumber about the kitchen sink on Monday.",
+    "Pick up the dry cleaning before six tonight.",
+    "The team sync moved to Thursday at 10 AM.",
+    "Remember to renew the car insurance this month.",
+    "Buy eggs, spinach and a loaf of rye bread.",
+    "Book tickets for the jazz concert in November.",
+    "Send the quarterly report to Dana by Friday.",
+    "Water the ferns every other morning.",
+    "The piano lesson starts at 4 PM on Wednesday.",
+    "Return the borrowed ladder to the neighbours.",
+    "Try the new ramen place on Elm Street.",
+    "Practice the presentation twice before the meeting.",
+    "Schedule an eye exam for early next year.",
+    "Back up the laptop to the external drive.",
+    "Bring sunscreen and snacks for the beach trip.",
+    "Finish reading chapter nine of the history book.",
+    "Ask Priya about the recipe for lentil soup.",
+    "Cancel the unused streaming subscription.",
+    "Take the recycling out on Tuesday night.",
+    "Plan a picnic in the park for Saturday afternoon.",
+    "Stars are brighter far away from the city.",
+    "Small steps every day add up to big changes.",
+    "A calm sea never made a skilled sailor.",
+    "Coffee first, then the crossword puzzle.",
+    "Every cloud has a silver lining somewhere.",
+)
+NOTE_TITLES = (
+    "shopping_list.md", "team_meeting_notes.md", "goals_for_2024.md", "books_to_read.md", "paper_summary.md",
+    "holiday_plans.md", "kitchen_remodel_budget.md", "running_schedule.md", "gift_ideas.md",
+    "bread_recipe.md",
+    "chores_this_weekend.md", "insurance_options.md", "sketchbook_ideas.md", "learning_rust.md",
+    "travel_journal.md", "side_project_ideas.md", "client_call_log.md", "quotes_collection.md",
+    "vegetable_garden.md", "talk_outline.md",
+)
+MARKOR_SUBFOLDERS = (
+    "Journal", "Recipes", "WorkLogs", "Ideas", "Reading", "Travel", "Fitness", "Projects", "Meetings",
+    "Study",
+)
+NOTE_EXTS = (".md", ".txt")
+ITEM_RID = f"{MARKOR}:id/ui__filesystem_item__title"
+
+
+# -- generators (AndroidWorld's naming scheme, SimDroid's words) ---------------------------------------------
+def random_string(rng: random.Random, n: int) -> str:
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=n))
+
+
+def modified_name(rng: random.Random, base: str) -> str:
+    """A variant of `base`: a date prefix/suffix, a random 4-character tag, or backup/copy/final/edited."""
+    kind = rng.choice(("date", "random", "fixed"))
+    as_prefix = rng.random() < 0.5
+    stem, ext = posixpath.splitext(base)
+    if kind == "date":
+        day = dt.date(2023, 1, 1) + dt.timedelta(days=rng.randint(0, 286))
+        mod = day.strftime("%Y_%m_%d")
+    elif kind == "random":
+        mod = random_string(rng, 4)
+    else:
+        mod = rng.choice(("backup", "copy", "final", "edited"))
+    return f"{mod}_{stem}{ext}" if as_prefix else f"{stem}_{mod}{ext}"
+
+
+def random_file_name(rng: random.Random) -> str:
+    return modified_name(rng, f"{rng.choice(ADJECTIVES)}_{rng.choice(NOUNS)}")
+
+
+def random_note_name(rng: random.Random) -> str:
+    return random_file_name(rng) + rng.choice(NOTE_EXTS)
+
+
+def noise_names(rng: random.Random, base: str, variants: tuple[str, ...], n: int = 20) -> list[str]:
+    """Between 1 and n distinct file names: mostly variants of `variants`, sometimes of `base`."""
+    count = rng.randint(1, n)
+    names: list[str] = []
+    while len(names) < count:
+        name = modified_name(rng, rng.choice(variants) if rng.random() <= 0.85 else base)
+        if "." not in name:
+            name += posixpath.splitext(rng.choice(variants))[1]
+        if name not in names and name != base:
+            names.append(name)
+    return names
+
+
+def clear_storage(dev: DeviceState) -> None:
+    """AndroidWorld's clear_device_storage: every regular file under the sdcard goes; folders stay."""
+    for f in [f for f in dev.files if f.startswith(SDCARD + "/")]:
+        del dev.files[f]
+
+
+def clear_markor(dev: DeviceState) -> None:
+    """Markor's task setup: empty Documents/Markor (files and sub-folders)."""
+    for f in [f for f in dev.files if f.startswith(MARKOR_DIR + "/")]:
+        del dev.files[f]
+    for d in [d for d in dev.dirs if d.startswith(MARKOR_DIR + "/")]:
+        dev.dirs.discard(d)
+    dev.mkdir(MARKOR_DIR)
+
+
+def exists_under(dev: DeviceState, base: str, name: str) -> bool:
+    """AndroidWorld's check_file_or_folder_exists: `base/name` is among the files and folders below `base`."""
+    return dev.exists(f"{base}/{name}")
+
+
+def create_file(dev: DeviceState, path: str, content: str, rng: random.Random | None = None) -> str:
+    """AndroidWorld's create_file: `echo` the content (random text if empty), so a newline ends it."""
+    if not content:
+        content = random_string(rng or random.Random(path), 20)
+    dev.write_file(path, content + "\n")
+    return content
+
+
+def top_level_files(dev: DeviceState, folder: str = MARKOR_DIR) -> list[tuple[str, int]]:
+    """(name, change time) of the regular files directly in `folder`, oldest first."""
+    return sorted(((posixpath.basename(f), e.mtime_ms) for f, e in dev.files.items()
+                   if posixpath.dirname(f) == folder), key=lambda t: (t[1], t[0]))
+
+
+# -- expert helpers -----------------------------------------------------------------------------------------
+def markor_screen(view: View) -> str:
+    """Which Markor screen is showing: other | dialog:<title> | menu | editor | selection | list."""
+    if view.app != MARKOR:
+        return "other"
+    t = view.find(rid="android:id/alertTitle")
+    if t is not None:
+        return f"dialog:{view.el(t).text}"
+    if view.has(rid=f"{MARKOR}:id/title"):
+        return "menu"
+    if view.has(rid=f"{MARKOR}:id/{EDITOR_KEY}") or \
+            view.has(rid=f"{MARKOR}:id/document__fragment_view_webview"):
+        return "editor"
+    title = view.title or ""
+    if title.endswith(" selected"):
+        return "selection"
+    if view.has(rid=f"{MARKOR}:id/path"):
+        return "list"
+    return "unknown"
+
+
+def find_note(view: View, mem: dict[str, Any], name: str) -> Action | int:
+    """The index of the notebook row titled `name`, or a scroll that looks for it."""
+    return scroll_to_find(view, mem, f"find:{name}", text=name, rid=ITEM_RID)
+
+
+def at_markor_root(view: View) -> bool:
+    i = view.find(rid=f"{MARKOR}:id/path")
+    return i is not None and view.el(i).text == MARKOR_DIR[len(SDCARD):]
+
+
+def open_note(view: View, mem: dict[str, Any], name: str, press: bool = False) -> Action:
+    """From the notebook root: find `name` and tap (or long-press) it."""
+    if not at_markor_root(view):
+        return back()
+    found = find_note(view, mem, name)
+    if isinstance(found, int):
+        return long_press(found) if press else click(found)
+    return found
+
+
+def editor_text(view: View) -> str:
+    i = view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}")
+    return (view.el(i).text or "") if i is not None else ""
+
+
+class _Markor(SimTask):
+    app_names = ("markor",)
+
+    def initialize(self, dev: DeviceState) -> None:
+        clear_markor(dev)
+
+    def add_noise(self, dev: DeviceState, base: str, folder: str = MARKOR_DIR, n: int = 20) -> None:
+        rng = self.rng("noise")
+        for name in noise_names(rng, base, NOTE_TITLES, n):
+            if not dev.exists(f"{folder}/{name}"):
+                create_file(dev, f"{folder}/{name}", "", rng)
+
+
+@register_task
+class MarkorCreateNote(_Markor):
+    name = "MarkorCreateNote"
+    complexity = 1.6
+    template = "Create a new note in Markor named {file_name} with the following text: {text}"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"file_name": random_note_name(rng), "text": rng.choice(SENTENCES)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        clear_storage(dev)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        if not exists_under(dev, MARKOR_DIR, self.params["file_name"]):
+            return 0.0
+        return 1.0 if fuzzy_match(dev.read_file(f"{MARKOR_DIR}/{self.params['file_name']}"),
+                                  self.params["text"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return create_note_expert(view, mem, self.params["file_name"], self.params["text"])
+
+
+def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: str) -> Action:
+    """FAB -> name -> OK -> type the text -> Save -> done."""
+    s = markor_screen(view)
+    if s == "other":
+        return open_app("Markor")
+    if s == "editor":
+        if view.title != file_name:
+            return back()
+        if not mem.get("typed"):
+            mem["typed"] = True
+            return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), text)
+        if not mem.get("saved"):
+            mem["saved"] = True
+            return click(view.find(desc="Save"))
+        return done()
+    if s == "dialog:Create a new file or folder":
+        f = view.find(hint="Name", editable=True)
+        if view.el(f).text != file_name:
+            return type_into(f, file_name)
+        return click(view.find(text="OK"))
+    if s == "list" and view.has(desc="Create a new file or folder") and at_markor_root(view):
+        return click(view.find(desc="Create a new file or folder"))
+    return back()
+
+
+@register_task
+class MarkorCreateFolder(_Markor):
+    name = "MarkorCreateFolder"
+    complexity = 1.0
+    template = "Create a new folder in Markor named {folder_name}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        t = dt.datetime(2023, 10, 15, 15, 34) - dt.timedelta(seconds=rng.randint(0, 400 * 86400))
+        return {"folder_name": "folder_" + t.strftime("%Y%m%d_%H%M%S")}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        self.add_noise(dev, "file")
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if exists_under(dev, MARKOR_DIR, self.params["folder_name"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        name = self.params["folder_name"]
+        s = markor_screen(view)
+        if mem.get("created"):
+            return done()
+        if s == "other":
+            return open_app("Markor")
+        if s == "dialog:Create a new file or folder":
+            f = view.find(hint="Name", editable=True)
+            if view.el(f).text != name:
+                return type_into(f, name)
+            mem["created"] = True
+            return click(view.find(text="Folder"))
+        if s == "list" and at_markor_root(view) and view.has(desc="Create a new file or folder"):
+            return click(view.find(desc="Create a new file or folder"))
+        return back()
+
+
+@register_task
+class MarkorDeleteNote(_Markor):
+    name = "MarkorDeleteNote"
+    complexity = 1.0
+    template = "Delete the note in Markor named {file_name}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"file_name": random_file_name(rng)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        clear_storage(dev)
+        create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}", "", self.rng("target"))
+        self.add_noise(dev, self.params["file_name"])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 0.0 if exists_under(dev, MARKOR_DIR, self.params["file_name"]) else 1.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return delete_expert(view, mem, self.params["file_name"])
+
+
+def delete_expert(view: View, mem: dict[str, Any], name: str | None, select_all: bool = False) -> Action:
+    """Long-press the note (or the first row), Delete, OK, done."""
+    if mem.get("deleted"):
+        return done()
+    s = markor_screen(view)
+    if s == "other":
+        return open_app("Markor")
+    if s == "dialog:Delete":
+        mem["deleted"] = True
+        return click(view.find(text="OK"))
+    if s == "selection":
+        title = view.title or ""
+        if select_all and not mem.get("all"):
+            mem["all"] = True
+            return click(view.find(desc="Select all"))
+        if select_all or title == "1 selected":
+            return click(view.find(desc="Delete"))
+        return back()
+    if s == "list":
+        if name is None:
+            rows = view.find_all(rid=ITEM_RID)
+            return long_press(rows[0]) if rows and at_markor_root(view) else back()
+        return open_note(view, mem, name, press=True)
+    return back()
+
+
+@register_task
+class MarkorDeleteNewestNote(_Markor):
+    name = "MarkorDeleteNewestNote"
+    complexity = 1.0
+    template = "Delete the newest note in Markor."
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        rng = self.rng("notes")
+        t = START_MS
+        used: set[int] = set()
+        for _ in range(rng.randint(2, 6)):
+            name = random_note_name(rng)
+            if dev.exists(f"{MARKOR_DIR}/{name}"):
+                continue
+            create_file(dev, f"{MARKOR_DIR}/{name}", rng.choice(SENTENCES))
+            dev.files[f"{MARKOR_DIR}/{name}"].mtime_ms = t
+            used.add(t)
+            while t in used:  # AndroidWorld moves the clock by -500..500 minutes between notes
+                t += rng.randint(-500, 500) * 60_000
+        if len(dev.listdir(MARKOR_DIR)[1]) < 2:
+            create_file(dev, f"{MARKOR_DIR}/extra_note.md", rng.choice(SENTENCES))
+            dev.files[f"{MARKOR_DIR}/extra_note.md"].mtime_ms = t
+        dev.time_ms = t  # the clock stays where the last move left it, as on the emulator
+        self.initial = top_level_files(dev)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        now = top_level_files(dev)
+        if len(now) != len(self.initial) - 1:
+            return 0.0
+        return 1.0 if all(a == b for a, b in zip(now, self.initial, strict=False)) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        s = markor_screen(view)
+        if not mem.get("deleted") and s == "menu":
+            mem["sorted"] = True
+            return click(view.find(text="Date"))
+        if not mem.get("deleted") and s == "list" and not mem.get("sorted"):
+            return click(view.find(desc="Sort by")) if at_markor_root(view) else back()
+        return delete_expert(view, mem, None)
+
+
+@register_task
+class MarkorDeleteAllNotes(_Markor):
+    name = "MarkorDeleteAllNotes"
+    complexity = 1.4
+    template = "Delete all my notes in Markor."
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        rng = self.rng("n")
+        self.add_noise(dev, random_string(rng, 5), n=rng.randint(2, 6))
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 0.0 if top_level_files(dev) else 1.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return delete_expert(view, mem, None, select_all=True)
+
+
+@register_task
+class MarkorEditNote(_Markor):
+    name = "MarkorEditNote"
+    complexity = 1.2
+    templates = {
+        "header": "Edit {file_name} in Markor. Add to the top of the note {header}",
+        "footer": "Edit {file_name} in Markor. Add to the bottom of the note {footer}",
+        "replace": "Edit {file_name} in Markor. Replace the text with {replace_text}",
+    }
+
+    @property
+    def goal(self) -> str:
+        return self.templates[self.params["edit_type"]].format(**self.params)
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        params: dict[str, Any] = {"file_name": "note_" + random_string(rng, 5) + rng.choice(NOTE_EXTS),
+                                  "edit_type": rng.choice(("header", "footer", "replace"))}
+        if params["edit_type"] == "header":
+            params["header"] = rng.choice(SENTENCES)
+        elif params["edit_type"] == "footer":
+            params["footer"] = rng.choice(SENTENCES)
+        else:
+            params["replace_text"] = "\n".join(rng.choice(SENTENCES) for _ in range(3))
+        return params
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        self.add_noise(dev, self.params["file_name"])
+        self.original = create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}",
+                                    self.rng("content").choice(SENTENCES))
+
+    def expected(self) -> str:
+        p = self.params
+        if p["edit_type"] == "header":
+            return p["header"] + "\n" + self.original
+        if p["edit_type"] == "footer":
+            return self.original + "\n" + p["footer"]
+        return p["replace_text"]
+
+    def is_successful(self, dev: DeviceState) -> float:
+        content = dev.read_file(f"{MARKOR_DIR}/{self.params['file_name']}")
+        return 1.0 if fuzzy_match(content, self.expected()) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        s = markor_screen(view)
+        if mem.get("saved"):
+            return done()
+        if s == "other":
+            return open_app("Markor")
+        if s == "editor":
+            if view.title != p["file_name"]:
+                return back()
+            if not mem.get("typed"):
+                cur = editor_text(view).strip()  # the note as the editor shows it
+                new = {"header": lambda: p.get("header", "") + "\n" + cur,
+                       "footer": lambda: cur + "\n" + p.get("footer", ""),
+                       "replace": lambda: p.get("replace_text", "")}[p["edit_type"]]()
+                mem["typed"] = True
+                return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), new)
+            mem["saved"] = True
+            return click(view.find(desc="Save"))
+        if s == "list":
+            return open_note(view, mem, p["file_name"])
+        return back()
+
+
+class _EditAndRename(_Markor):
+    """Shared by MarkorAddNoteHeader and MarkorChangeNoteContent: new content, then rename from the title."""
+
+    def new_content(self) -> str:
+        raise NotImplementedError
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        s = markor_screen(view)
+        if mem.get("renamed") and s == "editor" and view.title == p["new_name"]:
+            return done()
+        if s == "other":
+            return open_app("Markor")
+        if s == "dialog:Rename":
+            f = view.find(hint="Name", editable=True)
+            mem["renamed"] = True
+            return type_into(f, p["new_name"])
+        if s == "editor":
+            if view.title != p["original_name"]:
+                return back()
+            if not mem.get("typed"):
+                mem["typed"] = True
+                return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), self.new_content())
+            return click(view.find(rid_suffix=":id/toolbar_title"))
+        if s == "list":
+            return open_note(view, mem, p["original_name"])
+        return back()
+
+    def renamed_ok(self, dev: DeviceState) -> bool:
+        return not exists_under(dev, MARKOR_DIR, self.params["original_name"]) and \
+            exists_under(dev, MARKOR_DIR, self.params["new_name"])
+
+
+def _two_names(rng: random.Random) -> tuple[str, str]:
+    a = random_note_name(rng)
+    b = random_note_name(rng)
+    while b == a:
+        b = random_note_name(rng)
+    return a, b
+
+
+@register_task
+class MarkorAddNoteHeader(_EditAndRename):
+    name = "MarkorAddNoteHeader"
+    complexity = 1.2
+    template = ('Update the Markor note {original_name} by adding the following text, along with a new blank '
+                'line before the existing content: "{header}", and rename it to {new_name}.')
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        original, new = _two_names(rng)
+        return {"original_name": original, "original_content": rng.choice(SENTENCES), "new_name": new,
+                "header": random_string(rng, 20)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        create_file(dev, f"{MARKOR_DIR}/{self.params['original_name']}", self.params["original_content"])
+        self.add_noise(dev, self.params["original_name"])
+
+    def new_content(self) -> str:
+        # input_text presses Enter after typing, which ends the text with the file's final newline
+        return self.params["header"] + "\n\n" + self.params["original_content"]
+
+    def is_successful(self, dev: DeviceState) -> float:
+        if not self.renamed_ok(dev):
+            return 0.0
+        want = self.params["header"] + "\n\n" + self.params["original_content"] + "\n"
+        return 1.0 if dev.read_file(f"{MARKOR_DIR}/{self.params['new_name']}") == want else 0.0
+
+
+@register_task
+class MarkorChangeNoteContent(_EditAndRename):
+    name = "MarkorChangeNoteContent"
+    complexity = 1.2
+    template = ('Update the content of {original_name} to "{updated_content}" in Markor and change its name '
+                'to {new_name}.')
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        original, new = _two_names(rng)
+        return {"original_name": original, "new_name": new, "updated_content": random_string(rng, 20)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        create_file(dev, f"{MARKOR_DIR}/{self.params['original_name']}", "", self.rng("content"))
+        self.add_noise(dev, self.params["original_name"])
+
+    def new_content(self) -> str:
+        return self.params["updated_content"]
+
+    def is_successful(self, dev: DeviceState) -> float:
+        if not self.renamed_ok(dev):
+            return 0.0
+        content = dev.read_file(f"{MARKOR_DIR}/{self.params['new_name']}")
+        ok = content is not None and fuzzy_match(content.strip(), self.params["updated_content"])
+        return 1.0 if ok else 0.0
+
+
+@register_task
+class MarkorMoveNote(_Markor):
+    name = "MarkorMoveNote"
+    complexity = 1.4
+    template = "In Markor, move the note {file_name} from {source_folder} to {destination_folder}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        src = rng.choice(MARKOR_SUBFOLDERS)
+        dst = rng.choice([f for f in MARKOR_SUBFOLDERS if f != src])
+        return {"file_name": random_note_name(rng), "source_folder": src, "destination_folder": dst}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        clear_storage(dev)
+        src = f"{MARKOR_DIR}/{self.params['source_folder']}"
+        self.add_noise(dev, self.params["file_name"], folder=src)
+        create_file(dev, f"{src}/{self.params['file_name']}", "", self.rng("target"))
+        dev.mkdir(f"{MARKOR_DIR}/{self.params['destination_folder']}")
+
+    def is_successful(self, dev: DeviceState) -> float:
+        p = self.params
+        src = exists_under(dev, f"{MARKOR_DIR}/{p['source_folder']}", p["file_name"])
+        dst = exists_under(dev, f"{MARKOR_DIR}/{p['destination_folder']}", p["file_name"])
+        return 1.0 if dst and not src else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        if mem.get("moved"):
+            return done()
+        s = markor_screen(view)
+        if s == "other":
+            return open_app("Markor")
+        if s == "dialog:Move to":
+            path = view.el(view.find(rid=f"{MARKOR}:id/folder_path")).text or ""
+            if path == f"{MARKOR_DIR[len(SDCARD):]}/{p['destination_folder']}":
+                mem["moved"] = True
+                return click(view.find(text="OK"))
+            if path == MARKOR_DIR[len(SDCARD):]:
+                found = scroll_to_find(view, mem, "dest", text=p["destination_folder"])
+                return click(found) if isinstance(found, int) else found
+            return click(view.find(text=".."))
+        if s == "selection":
+            return click(view.find(desc="Move")) if view.title == "1 selected" else back()
+        if s == "list":
+            i = view.find(rid=f"{MARKOR}:id/path")
+            here = view.el(i).text if i is not None else ""
+            if here == f"{MARKOR_DIR[len(SDCARD):]}/{p['source_folder']}":
+                found = find_note(view, mem, p["file_name"])
+                return long_press(found) if isinstance(found, int) else found
+            if at_markor_root(view):
+                found = find_note(view, mem, p["source_folder"])
+                return click(found) if isinstance(found, int) else found
+        return back()

@@ -1,0 +1,520 @@
+"""Joplin information-retrieval tasks (AndroidWorld's Notes* IR family): read a note or count to-dos.
+
+As in AndroidWorld, the relevant notes are seeded among 100 noise notes (30% of them in the relevant
+notebooks) that never satisfy all of the task's exclusion conditions; answers are checked by `check_answer`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.joplin import PKG, add_note
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    answer,
+    back,
+    check_answer,
+    click,
+    done,
+    open_app,
+    register_task,
+    scroll,
+    scroll_to_find,
+    type_into,
+)
+
+DAY_MS = 86_400_000
+
+# Noise notebooks and notes (our own text): title -> body.
+NOISE: dict[str, dict[str, str]] = {
+    "Recipes": {
+        "Lemon Garlic Chicken": "Ingredients:\n- 2 chicken breasts\n- 1 lemon\n- 3 cloves garlic\n\nBake.",
+        "Overnight Oats": "Ingredients:\n- 1/2 cup oats\n- 1/2 cup milk\n- 1 tablespoon honey\n\nChill.",
+        "Tomato Basil Soup": "Ingredients:\n- 4 tomatoes\n- 1 onion\n- 1 cup stock\n\nSimmer and blend.",
+        "Veggie Omelette": "Ingredients:\n- 3 eggs\n- 1/4 cup peppers\n- 1/4 cup spinach\n\nCook gently.",
+        "Banana Muffins": "Ingredients:\n- 2 bananas\n- 1 1/2 cups flour\n- 1/3 cup sugar\n\nBake.",
+        "Greek Salad": "Ingredients:\n- 1 cucumber\n- 2 tomatoes\n- 1/2 cup feta\n\nToss with olive oil.",
+    },
+    "Tasks": {
+        "Morning Checklist": "- Stretch\n- Make coffee\n- Review calendar",
+        "Errands": "- Post office\n- Pharmacy\n- Hardware store",
+        "Weekend Chores": "- Laundry\n- Vacuum\n- Water plants",
+        "Email Cleanup": "Archive old threads and unsubscribe from newsletters.",
+        "Car Maintenance": "Rotate tires and check the oil level.",
+    },
+    "Meeting Notes": {
+        "Design Review - Sep 12": "Meeting Notes:\n- Reviewed mockups\n- Agreed on colour palette",
+        "Ops Standup - Sep 19": "Standup:\n- Deploy went fine\n- Pager rotation updated",
+        "Vendor Call - Aug 30": "Call notes:\n- Pricing discussed\n- Follow-up next month",
+        "Retro - Sprint 14": "Retro:\n- What went well\n- What to improve\n- Action items",
+        "Hiring Sync - Oct 2": "Sync:\n- Two candidates on site\n- Feedback due Friday",
+    },
+    "Personal": {
+        "Books to Read": "- The Hobbit\n- Dune\n- Sapiens",
+        "Gift Ideas": "- Scarf for Anna\n- Board game for Tom",
+        "Gratitude Log": "Sunny walk in the park. Good call with an old friend.",
+        "Movie Night Picks": "- Arrival\n- Amelie\n- Spirited Away",
+        "Dream Notes": "Flying over a city made of glass.",
+    },
+    "Work": {
+        "Quarterly Goals": "- Ship the billing revamp\n- Cut build times in half",
+        "Onboarding Checklist": "- Laptop setup\n- Accounts\n- Intro meetings",
+        "Client Contacts": "Maria - procurement\nKen - engineering lead",
+        "Release Notes Draft": "Bug fixes and performance improvements.",
+        "One-on-One Topics": "- Career goals\n- Workload\n- Feedback",
+    },
+    "School": {
+        "Biology Chapter 3": "Cells, organelles and membranes.",
+        "Essay Outline": "Intro, three arguments, counterpoint, conclusion.",
+        "Spanish Vocabulary": "- la ventana: window\n- el cuchillo: knife",
+        "Exam Dates": "Math: Nov 3\nHistory: Nov 10",
+        "Lab Safety Rules": "Goggles on. No food in the lab.",
+    },
+    "Home": {
+        "Paint Colors": "Living room: sage green. Hallway: warm white.",
+        "Plumber Quote": "Replace kitchen faucet: about 180 dollars.",
+        "Garden Plan": "- Tomatoes\n- Basil\n- Peppers",
+        "Cleaning Schedule": "Monday bathrooms, Thursday floors.",
+        "Wi-Fi Setup": "Router in the hallway closet.",
+    },
+    "Projects": {
+        "Bird Feeder Build": "Cedar boards, screws, a small roof.",
+        "Photo Book": "Collect summer photos and pick a layout.",
+        "Blog Relaunch": "- New theme\n- Migrate posts\n- Write about page",
+        "Home Server": "Raspberry Pi with backups every night.",
+        "Podcast Pilot": "Record the first episode about local history.",
+    },
+    "Ideas": {
+        "App Ideas": "A plant-watering reminder with photos.",
+        "Story Prompts": "A lighthouse keeper who collects letters.",
+        "Side Business": "Selling handmade candles online.",
+        "Weekend Trips": "Lake cabin, wine country, the coast.",
+        "Party Themes": "Retro arcade night.",
+    },
+    "Health": {
+        "Workout Plan": "- Monday: legs\n- Wednesday: back\n- Friday: cardio",
+        "Doctor Questions": "Ask about vitamin D levels.",
+        "Sleep Log": "Average 7 hours this week.",
+        "Meal Prep": "Rice, beans, roasted vegetables.",
+        "Stretching Routine": "Ten minutes every morning.",
+    },
+    "Travel": {
+        "Packing List": "- Passport\n- Charger\n- Rain jacket",
+        "Lisbon Itinerary": "Day 1: Alfama. Day 2: Belem. Day 3: Sintra.",
+        "Hotel Options": "Two near the station, one by the river.",
+        "Road Trip Stops": "Diner, canyon viewpoint, hot springs.",
+        "Travel Budget": "Flights 600, hotels 450, food 300.",
+    },
+    "Finance": {
+        "Monthly Budget": "Rent, utilities, groceries, savings.",
+        "Subscriptions": "- Music\n- Cloud storage\n- News",
+        "Tax Documents": "W-2, 1099, donation receipts.",
+        "Savings Goals": "Emergency fund: six months of expenses.",
+        "Investment Notes": "Rebalance the portfolio in January.",
+    },
+}
+NOISE_FOLDERS = sorted(NOISE)
+
+
+def seed_notes(
+    task: SimTask, dev: DeviceState, relevant: list[dict[str, Any]], excluded: Any, n_noise: int = 100
+) -> None:
+    """Seed the relevant notes among noise; `excluded(note)` rejects noise that would change the answer."""
+    rng = task.rng("notes")
+    folders = [r["folder"] for r in relevant]
+    notes: list[dict[str, Any]] = []
+    while len(notes) < n_noise:
+        folder = (
+            rng.choice(folders) if rng.random() < 0.3 and folders[0] in NOISE else rng.choice(NOISE_FOLDERS)
+        )
+        title, body = rng.choice(sorted(NOISE[folder].items()))
+        todo = rng.random() < 0.5
+        cand = {
+            "folder": folder,
+            "title": title,
+            "body": body,
+            "is_todo": todo,
+            "completed": todo and rng.random() < 0.5,
+        }
+        if not excluded(cand):
+            notes.append(cand)
+    notes += [dict(r, completed=False) for r in relevant]
+    rng.shuffle(notes)
+    for i, n in enumerate(notes):
+        add_note(
+            dev,
+            n["folder"],
+            n["title"],
+            n["body"],
+            n["is_todo"],
+            n["completed"],
+            updated_ms=dev.time_ms - (i + 1) * DAY_MS // 3 - rng.randrange(DAY_MS // 4),
+        )
+
+
+class _NotesIR(SimTask):
+    """Shared verifier: the `answer` text against the seeded answer."""
+
+    app_names = ("joplin",)
+    complexity = 1.0
+
+    def expected(self) -> str:
+        raise NotImplementedError
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if check_answer(dev.interaction_cache, self.expected()) else 0.0
+
+    def finish(self, mem: dict[str, Any], text: str) -> Action:
+        mem["answered"] = True
+        return answer(text)
+
+
+def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
+    """Reach the note titled `title` through Joplin's search; None once its viewer is showing."""
+    if view.app != PKG:
+        return open_app("Joplin")
+    if view.has(desc="Edit"):  # the note viewer
+        return None if view.has(text=title) else back()
+    if view.title == "Search":
+        field = view.find(editable=True)
+        if field is not None and view.el(field).text != title:
+            return type_into(field, title)
+        hit = view.find(text=title, editable=False)
+        return click(hit) if hit is not None else back()
+    if view.has(desc="Side menu") and not view.has(text="NOTEBOOKS"):
+        return click(view.find(desc="Search"))
+    return back()
+
+
+@register_task
+class NotesIsTodo(_NotesIR):
+    name = "NotesIsTodo"
+    template = (
+        "Is the note titled '{title}' in the Joplin app marked as a todo item? Respond with either 'True' "
+        "if it is a todo or 'False' if not."
+    )
+    TITLES = (
+        "Grocery List",
+        "Meeting Agenda",
+        "Project Proposal",
+        "Daily Journal",
+        "To-Do List",
+        "Research Notes",
+        "Travel Itinerary",
+        "Recipe Collection",
+        "Budget Spreadsheet",
+        "Training Manual",
+    )
+    BODIES = (
+        "Milk, eggs, coffee beans and a loaf of rye.",
+        "Call the landlord about the heater.",
+        "Draft the summary section before Thursday.",
+        "Pick up the package from the front desk.",
+        "Compare three options and write down the costs.",
+        "Renew the library books online.",
+    )
+    FOLDERS = (
+        "Personal",
+        "Work",
+        "School",
+        "Home",
+        "Projects",
+        "Ideas",
+        "Recipes",
+        "Finance",
+        "Health",
+        "Travel",
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {
+            "title": rng.choice(cls.TITLES),
+            "is_todo": rng.choice(["True", "False"]),
+            "body": rng.choice(cls.BODIES),
+            "folder": rng.choice(cls.FOLDERS),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        p = self.params
+        seed_notes(
+            self,
+            dev,
+            [
+                {
+                    "folder": p["folder"],
+                    "title": p["title"],
+                    "body": p["body"],
+                    "is_todo": p["is_todo"] == "True",
+                }
+            ],
+            lambda n: n["title"].lower() == p["title"].lower(),
+        )
+
+    def expected(self) -> str:
+        return self.params["is_todo"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = open_note(view, mem, self.params["title"])
+        if act is not None:
+            return act
+        return self.finish(mem, "True" if view.has(cls="CheckBox") else "False")
+
+
+@register_task
+class NotesMeetingAttendeeCount(_NotesIR):
+    name = "NotesMeetingAttendeeCount"
+    template = (
+        "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
+        "answer as just a single number."
+    )
+    TITLES = (
+        "Team Weekly Sync",
+        "Client Quarterly Review",
+        "Project Kickoff Meeting",
+        "Budget Planning Session",
+        "Sales Strategy Discussion",
+        "Product Roadmap Alignment",
+        "Marketing Campaign Planning",
+        "Development Sprint Review",
+        "Customer Feedback Session",
+        "Executive Board Meeting",
+        "Financial Performance Analysis",
+        "Product Launch Preparation",
+        "Training Workshop for New Hires",
+        "Vendor Negotiation Meeting",
+        "Strategic Partnership Discussion",
+        "Departmental Alignment Meeting",
+        "Quality Assurance Review",
+        "Project Status Update",
+        "Employee Performance Evaluation",
+        "Company All-Hands Meeting",
+    )
+    BODIES = (
+        "Summary:\n- Went over the open milestones\n- Shared owners for each action item\n- {n} participants "
+        "attended\n- Next check-in in two weeks",
+        "Minutes:\n- Looked at last month's numbers\n- Collected ideas for next quarter\n- Attendance: {n} "
+        "people",
+        "Recap:\n- Heard from the support team\n- Picked three features\n- {n} attendees were present",
+        "Notes:\n- Budget is on track\n- Hiring plan approved\n- {n} people joined the call",
+        "Highlights:\n- Timeline confirmed\n- Risks reviewed\n- Headcount in the room: {n}",
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        n = str(rng.choice(range(5, 101, 5)))
+        return {
+            "title": rng.choice(cls.TITLES),
+            "attendee_count": n,
+            "body": rng.choice(cls.BODIES).format(n=n),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        p = self.params
+        seed_notes(
+            self,
+            dev,
+            [{"folder": "Meeting Notes", "title": p["title"], "body": p["body"], "is_todo": False}],
+            lambda n: p["title"].lower() in n["title"].lower(),
+        )
+
+    def expected(self) -> str:
+        return self.params["attendee_count"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = open_note(view, mem, self.params["title"])
+        if act is not None:
+            return act
+        for t in view.texts():
+            if re.search(r"\d", t) and re.search(r"attend|present|particip|people|headcount", t, re.I):
+                return self.finish(mem, re.search(r"\d+", t).group())
+        return scroll("down", view.scrollable())
+
+
+@register_task
+class NotesRecipeIngredientCount(_NotesIR):
+    name = "NotesRecipeIngredientCount"
+    template = (
+        "What quantity of {ingredient} do I need for the recipe '{title}' in the Joplin app? Express your "
+        "answer in the format <amount> <unit> where both the amount and unit exactly match the format in "
+        "the recipe."
+    )
+    TITLES = (
+        "Pancake Recipe",
+        "Spaghetti Carbonara",
+        "Chocolate Cake",
+        "Chicken Alfredo",
+        "Vegetable Stir-fry",
+        "Beef Stew",
+        "Lasagna",
+        "Salmon Salad",
+        "Tacos",
+        "Fruit Smoothie",
+    )
+    QUANTITIES = (
+        "1 cup",
+        "2 cups",
+        "1/2 cup",
+        "3/4 cup",
+        "1/4 cup",
+        "1 tablespoon",
+        "2 tablespoons",
+        "1 teaspoon",
+        "2 teaspoons",
+        "3 teaspoons",
+    )
+    INGREDIENTS = (
+        "almond flour",
+        "coconut sugar",
+        "chia seeds",
+        "tahini",
+        "matcha powder",
+        "acai berries",
+        "goji berries",
+        "spirulina",
+        "maca powder",
+        "hemp seeds",
+        "arrowroot powder",
+        "quinoa flakes",
+        "buckwheat groats",
+        "millet",
+    )
+    BODIES = (
+        "Ingredients:\n- 1 cup whole milk\n- {x}\n- 2 large eggs\n- 1 teaspoon vanilla\n\nInstructions:\n"
+        "1. Whisk the milk and eggs together.\n2. Fold in the rest.\n3. Cook over medium heat.",
+        "Ingredients:\n- 2 cups rolled oats\n- 1/3 cup maple syrup\n- {x}\n- 1/4 teaspoon sea salt\n\n"
+        "Instructions:\n1. Heat the oven to 180°C.\n2. Mix everything in a bowl.\n3. Bake for 20 minutes.",
+        "Ingredients:\n- {x}\n- 1 1/2 cups plain flour\n- 1/2 cup brown sugar\n- 2 tablespoons butter\n\n"
+        "Instructions:\n1. Combine the dry ingredients.\n2. Rub in the butter.\n3. Chill before serving.",
+        "Ingredients:\n- 1 cup cooked rice\n- 1/2 cup carrots\n- 1/4 cup peas\n- {x}\n- 1 tablespoon soy "
+        "sauce\n\nInstructions:\n1. Fry the vegetables.\n2. Add the rice and sauce.\n3. Stir until hot.",
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        q, ing = rng.choice(cls.QUANTITIES), rng.choice(cls.INGREDIENTS)
+        return {
+            "title": rng.choice(cls.TITLES),
+            "ingredient_quantity": q,
+            "ingredient": ing,
+            "body": rng.choice(cls.BODIES).format(x=f"{q} {ing}"),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        p = self.params
+        seed_notes(
+            self,
+            dev,
+            [{"folder": "Recipes", "title": p["title"], "body": p["body"], "is_todo": False}],
+            lambda n: p["title"].lower() in n["title"].lower(),
+        )
+
+    def expected(self) -> str:
+        return self.params["ingredient_quantity"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = open_note(view, mem, self.params["title"])
+        if act is not None:
+            return act
+        ing = self.params["ingredient"].lower()
+        for t in view.texts():
+            if t.lower().endswith(ing) and t[:1].isdigit():
+                return self.finish(mem, t[: -len(ing)].strip())
+        return scroll("down", view.scrollable())
+
+
+@register_task
+class NotesTodoItemCount(_NotesIR):
+    name = "NotesTodoItemCount"
+    template = (
+        "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "
+        "a single number."
+    )
+    FOLDERS = NotesIsTodo.FOLDERS
+    TITLES = (
+        "Grocery List",
+        "Meeting Agenda",
+        "Personal Goals",
+        "Work Tasks",
+        "Home Improvement",
+        "Study Notes",
+        "Recipe Ideas",
+        "Financial Plan",
+        "Health Routine",
+        "Travel Itinerary",
+    )
+    BODIES = (
+        "Bread, apples, yogurt and oat milk.",
+        "Send the slides and book the room.",
+        "Run twice a week and read before bed.",
+        "Fix the squeaky door and clean the gutters.",
+        "Review notes for chapters 4 to 6.",
+        "Set aside money for the holidays.",
+        "Book the train and print the tickets.",
+        "Try the lentil curry this weekend.",
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {
+            "folder": rng.choice(cls.FOLDERS),
+            "titles": rng.sample(cls.TITLES, 3),
+            "bodies": rng.sample(cls.BODIES, 3),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        f = self.params["folder"]
+        rel = [
+            {"folder": f, "title": t, "body": b, "is_todo": True}
+            for t, b in zip(self.params["titles"], self.params["bodies"], strict=True)
+        ]
+        seed_notes(self, dev, rel, lambda n: n["is_todo"] and n["folder"].lower() == f.lower())
+
+    def expected(self) -> str:
+        return str(len(self.params["titles"]))
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        folder = self.params["folder"]
+        if view.app != PKG:
+            return open_app("Joplin")
+        if view.has(text="NOTEBOOKS"):  # the side menu is open
+            found = scroll_to_find(view, mem, "folder", text=folder)
+            return click(found) if isinstance(found, int) else found
+        if not view.has(desc="Side menu"):
+            return back()
+        if view.title != folder:
+            return click(view.find(desc="Side menu"))
+        seen: set[str] = mem.setdefault("todos", set())
+        for i in view.find_all(cls="CheckBox"):
+            if i + 1 < len(view) and view.el(i + 1).text:
+                seen.add(view.el(i + 1).text)
+        lst = view.scrollable()
+        if lst is None or list_at_end(view, lst):
+            return self.finish(mem, str(len(seen)))
+        return scroll("down", lst)
+
+
+def list_at_end(view: View, lst: int) -> bool:
+    """The list shows its last row: the space under the last text is the list's empty footer."""
+    box = view.el(lst).bbox_pixels
+    bottoms = [
+        e.bbox_pixels.y_max
+        for e in view.elements
+        if e.class_name.endswith("TextView")
+        and e.bbox_pixels.y_min >= box.y_min
+        and e.bbox_pixels.y_max <= box.y_max
+    ]
+    return bool(bottoms) and max(bottoms) < box.y_max - 100

@@ -1,0 +1,227 @@
+"""VLC playlist tasks: VlcCreatePlaylist and VlcCreateTwoPlaylists (0.5 per playlist).
+
+AndroidWorld's rule (sqlite_validators.verify_playlist): the rows whose playlist name fuzzy-matches the wanted
+name must be exactly as many as the wanted files, and file k must sit at position k of such a playlist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import string
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.vlc import PKG, PLAYLISTS, VIDEOS_DIR, stem
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    back,
+    click,
+    done,
+    fuzzy_match,
+    long_press,
+    open_app,
+    register_task,
+    scroll,
+    scroll_to_find,
+    type_into,
+)
+
+THEMES = (
+    "Adventure",
+    "Comedy",
+    "Daily Routines",
+    "Documentary Insights",
+    "Epic Moments",
+    "Family Gatherings",
+    "Fitness Challenges",
+    "Gaming Sessions",
+    "How To",
+    "Mystery and Thrills",
+    "Recipe Collection",
+    "Road Trips",
+    "Summer Highlights",
+    "Tech Reviews",
+    "Travel Guide",
+    "Ultimate Fails",
+)
+QUALIFIERS = ("Essentials", "Favorites", "Marathon", "Playlist", "Series", "Specials", "Ultimate Collection")
+PREFIXES = ("clip", "footage", "scene", "recording", "highlight", "moment", "episode")
+SUFFIXES = ("", "HD", "4K", "raw", "export")
+
+
+def file_name(rng: random.Random) -> str:
+    """A video name like AndroidWorld's: prefix_num_suffix.mp4 with a date, random or fixed modifier."""
+    base = f"{rng.choice(PREFIXES)}_{rng.randint(1, 99)}_{rng.choice(SUFFIXES)}"
+    kind = rng.choice(("date", "random", "fixed"))
+    if kind == "date":
+        mod = (dt.date(2023, 1, 1) + dt.timedelta(days=rng.randint(0, 286))).strftime("%Y_%m_%d")
+    elif kind == "random":
+        mod = "".join(rng.choices(string.ascii_letters + string.digits, k=4))
+    else:
+        mod = rng.choice(("backup", "copy", "final", "edited"))
+    return f"{mod}_{base}.mp4" if rng.random() < 0.5 else f"{base}_{mod}.mp4"
+
+
+def playlist_params(rng: random.Random, taken: set[str]) -> dict[str, Any]:
+    """A playlist name, 2-5 files and as many noise files (all names distinct)."""
+    n = rng.randint(2, 5)
+    names: list[str] = []
+    while len(names) < 2 * n:
+        f = file_name(rng)
+        if f not in taken:
+            taken.add(f)
+            names.append(f)
+    return {
+        "playlist_name": f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}",
+        "files": names[:n],
+        "noise_files": names[n:],
+    }
+
+
+def playlist_rows(dev: DeviceState) -> list[tuple[str, str, int]]:
+    """(playlist name, media file name, position) rows, as AndroidWorld's join query returns them."""
+    return [(p["name"], f, i) for p in dev.table(PLAYLISTS) for i, f in enumerate(p["media"])]
+
+
+def verify_playlist(dev: DeviceState, name: str, files: list[str]) -> bool:
+    rows = [r for r in playlist_rows(dev) if fuzzy_match(r[0], name)]
+    if len(rows) != len(files):
+        return False
+    return all(any(r[1] == f and r[2] == i for r in rows) for i, f in enumerate(files))
+
+
+def write_videos(task: SimTask, dev: DeviceState, files: list[str]) -> None:
+    rng = task.rng("videos")
+    for f in files:
+        dev.write_file(f"{VIDEOS_DIR}/{f}", "".join(rng.choices(string.ascii_letters + string.digits, k=10)))
+
+
+def playlist_expert(view: View, mem: dict[str, Any], jobs: list[tuple[str, list[str]]]) -> Action:
+    """Add each file on its own (VLC adds a multi-selection in list order, not the wanted one): long-press it,
+    'Add to playlist', then type the new playlist's name (first file) or tap the existing playlist."""
+    j, i = mem.setdefault("job", 0), mem.setdefault("i", 0)
+    if j >= len(jobs):
+        return done()
+    name, files = jobs[j]
+    target = stem(files[i])
+
+    def advance() -> None:
+        mem["i"] = i + 1
+        if mem["i"] == len(files):
+            mem["job"], mem["i"] = j + 1, 0
+
+    if view.app != PKG:
+        return open_app("VLC")
+    if view.has(text="Add to playlist", rid="android:id/alertTitle"):
+        row = view.find(text=name, rid=f"{PKG}:id/playlist_item")
+        advance()
+        if row is not None:
+            return click(row)
+        return type_into(view.find(editable=True), name)
+    if view.has(desc="Add to playlist"):  # selection mode
+        chosen = [
+            view.el(k).text for k in view.find_all(rid=f"{PKG}:id/ml_item_title") if view.el(k).is_selected
+        ]
+        return click(view.find(desc="Add to playlist")) if chosen == [target] else back()
+    if view.title == "Videos":
+        hit = view.find(text=target, rid=f"{PKG}:id/ml_item_title")
+        if hit is not None:
+            mem.pop("find", None)
+            return long_press(hit)
+        titles = [view.el(k).text or "" for k in view.find_all(rid=f"{PKG}:id/ml_item_title")]
+        if titles and target.lower() < titles[0].lower():
+            return scroll("up", view.scrollable())
+        if titles and target.lower() > titles[-1].lower():
+            return scroll("down", view.scrollable())
+        found = scroll_to_find(view, mem, "find", text=target)
+        return long_press(found) if isinstance(found, int) else found
+    tab = view.find(desc="Video", rid=f"{PKG}:id/nav_video")
+    return click(tab) if tab is not None else back()
+
+
+@register_task
+class VlcCreatePlaylist(SimTask):
+    name = "VlcCreatePlaylist"
+    app_names = ("vlc",)
+    complexity = 2.8
+    template = (
+        'Create a playlist titled "{playlist_name}" with the following files in VLC (located in Internal '
+        "Memory/VLCVideos), in order: {files_text}"
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return playlist_params(rng, set())
+
+    @property
+    def goal(self) -> str:
+        return self.template.format(
+            playlist_name=self.params["playlist_name"], files_text=", ".join(self.params["files"])
+        )
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.table(PLAYLISTS).clear()
+        write_videos(self, dev, self.params["files"] + self.params["noise_files"])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if verify_playlist(dev, self.params["playlist_name"], self.params["files"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        return playlist_expert(view, mem, [(self.params["playlist_name"], self.params["files"])])
+
+
+@register_task
+class VlcCreateTwoPlaylists(SimTask):
+    name = "VlcCreateTwoPlaylists"
+    app_names = ("vlc",)
+    complexity = 4.8
+    template = (
+        'Create a playlist titled "{playlist_name1}" with the following files in VLC (located in Internal '
+        'Memory/VLCVideos), in order: {files1_text}. And then, create a playlist titled "{playlist_name2}" '
+        "with the following files in VLC, in order: {files2_text}."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        taken: set[str] = set()
+        a, b = playlist_params(rng, taken), playlist_params(rng, taken)
+        while fuzzy_match(a["playlist_name"], b["playlist_name"]):  # two distinguishable playlists
+            b["playlist_name"] = f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}"
+        return {
+            "playlist_name1": a["playlist_name"],
+            "files1": a["files"],
+            "noise_files1": a["noise_files"],
+            "playlist_name2": b["playlist_name"],
+            "files2": b["files"],
+            "noise_files2": b["noise_files"],
+        }
+
+    @property
+    def goal(self) -> str:
+        p = self.params
+        return self.template.format(
+            playlist_name1=p["playlist_name1"],
+            files1_text=", ".join(p["files1"]),
+            playlist_name2=p["playlist_name2"],
+            files2_text=", ".join(p["files2"]),
+        )
+
+    def initialize(self, dev: DeviceState) -> None:
+        p = self.params
+        dev.table(PLAYLISTS).clear()
+        write_videos(self, dev, p["files1"] + p["noise_files1"] + p["files2"] + p["noise_files2"])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        p = self.params
+        return 0.5 * verify_playlist(dev, p["playlist_name1"], p["files1"]) + 0.5 * verify_playlist(
+            dev, p["playlist_name2"], p["files2"]
+        )
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        return playlist_expert(
+            view, mem, [(p["playlist_name1"], p["files1"]), (p["playlist_name2"], p["files2"])]
+        )

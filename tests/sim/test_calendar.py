@@ -1,0 +1,189 @@
+"""Simple Calendar Pro: verifier near-misses for every task and the main UI flows driven through actions."""
+
+import numpy as np
+import pytest
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.calendar import PKG, events, make_event
+from voyager_gym.backends.sim.expert import run_expert
+
+ADD_TASKS = [
+    "SimpleCalendarAddOneEvent",
+    "SimpleCalendarAddOneEventTomorrow",
+    "SimpleCalendarAddOneEventRelativeDay",
+]
+
+
+def start(backend, name, seed=7):
+    params = backend.generate_params(name, seed)
+    backend.reset(name, params, np.random.default_rng(0))
+    return backend.task, backend.phone.dev
+
+
+def add_expected(dev, task, **changes):
+    p = task.params
+    row = make_event(dev, p["event_title"], p["start_ts"], p["end_ts"], p["event_description"])
+    row.update(changes)
+    events(dev).append(row)
+    return row
+
+
+@pytest.mark.parametrize("name", ADD_TASKS)
+def test_add_event_verifier(backend, name):
+    task, dev = start(backend, name)
+    add_expected(dev, task)
+    assert task.is_successful(dev) == 1.0
+
+
+@pytest.mark.parametrize("name", ADD_TASKS)
+def test_add_event_near_misses(backend, name):
+    for change in (
+        {"end_ts": None},
+        {"start_ts": 86400},
+        {"title": "Something else entirely"},
+        {"description": "A different description"},
+        {"location": "Room 5"},
+    ):
+        task, dev = start(backend, name)
+        p = task.params
+        if change.get("end_ts", 0) is None:
+            change = {"end_ts": p["end_ts"] + 15 * 60}
+        elif "start_ts" in change:
+            change = {"start_ts": p["start_ts"] + 86400, "end_ts": p["end_ts"] + 86400}  # the wrong day
+        add_expected(dev, task, **change)
+        assert task.is_successful(dev) == 0.0, change
+
+
+def test_add_event_extra_or_changed_rows_fail(backend):
+    task, dev = start(backend, "SimpleCalendarAddOneEvent", seed=11)
+    add_expected(dev, task)
+    add_expected(dev, task)  # a duplicate: count must be before + 1
+    assert task.is_successful(dev) == 0.0
+    task, dev = start(backend, "SimpleCalendarAddOneEvent", seed=11)
+    assert events(dev), "noise events are seeded"
+    add_expected(dev, task)
+    events(dev)[0]["title"] += " (moved)"
+    assert task.is_successful(dev) == 0.0
+
+
+def test_add_event_typo_in_title_is_tolerated(backend):
+    task, dev = start(backend, "SimpleCalendarAddOneEvent")
+    add_expected(dev, task, title=task.params["event_title"][:-1])
+    assert task.is_successful(dev) == 1.0
+
+
+def test_delete_one_event_near_misses(backend):
+    name = "SimpleCalendarDeleteOneEvent"
+    task, dev = start(backend, name)
+    rows = events(dev)
+    assert len(rows) == 21
+    target = [r for r in rows if r["id"] in task.target_ids]
+    other = next(r for r in rows if r["id"] not in task.target_ids)
+    rows.remove(other)  # the wrong event
+    assert task.is_successful(dev) == 0.0
+    rows.remove(target[0])  # right one, but one too many
+    assert task.is_successful(dev) == 0.0
+    task, dev = start(backend, name)
+    events(dev)[:] = [r for r in events(dev) if r["id"] not in task.target_ids]
+    assert task.is_successful(dev) == 1.0
+    events(dev)[0]["description"] = "edited"
+    assert task.is_successful(dev) == 0.0
+
+
+def test_delete_events_needs_all_three(backend):
+    task, dev = start(backend, "SimpleCalendarDeleteEvents")
+    assert len(task.target_ids) == 3 and len(events(dev)) == 23
+    ids = task.target_ids
+    events(dev)[:] = [r for r in events(dev) if r["id"] not in ids[:2]]
+    assert task.is_successful(dev) == 0.0
+    events(dev)[:] = [r for r in events(dev) if r["id"] != ids[2]]
+    assert task.is_successful(dev) == 1.0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SimpleCalendarEventsOnDate",
+        "SimpleCalendarAnyEventsOnDate",
+        "SimpleCalendarLocationOfEvent",
+        "SimpleCalendarNextEvent",
+    ],
+)
+def test_ir_near_misses(backend, name):
+    task, dev = start(backend, name)
+    expected = task.expected()
+    assert len(events(dev)) == 75 + len(task.target_events())
+    dev.interaction_cache = ", ".join(expected)
+    assert task.is_successful(dev) == 1.0
+    dev.interaction_cache = ", ".join(expected + ["Meeting with Bob"])  # an extra title
+    assert task.is_successful(dev) == 0.0
+    dev.interaction_cache = ", ".join(expected[:-1]) or "Meeting with Bob"  # one missing / wrong
+    assert task.is_successful(dev) == 0.0
+    dev.interaction_cache = ""
+    assert task.is_successful(dev) == 0.0
+
+
+def test_ir_noise_respects_exclusions(backend):
+    for seed in range(10):
+        task, dev = start(backend, "SimpleCalendarEventsOnDate", seed)
+        day = task.the_day()
+        on_day = [e["title"] for e in events(dev) if task.excluded(e)]
+        assert on_day == [task.params["title"]]
+        assert day.isoformat() == task.params["date_iso"]
+
+
+def _click(backend, **find):
+    node = backend.phone.find(**find)
+    assert node is not None, find
+    backend.execute(Action("click", x=node.center[0], y=node.center[1]))
+
+
+def test_delete_through_the_ui(backend):
+    task, dev = start(backend, "SimpleCalendarDeleteOneEvent")
+    p = task.params
+    backend.execute(Action("open_app", app_name="simple calendar"))
+    assert dev.foreground == PKG
+    cells = [
+        n for n in backend.phone.element_nodes() if n.text == str(p["day"]) and n.rid == f"{PKG}:id/month_day"
+    ]
+    backend.execute(Action("click", x=cells[-1].center[0], y=cells[-1].center[1]))
+    _click(backend, text=p["event_title"])
+    assert backend.phone.find(text="Edit Event") is not None
+    _click(backend, desc="Delete")
+    _click(backend, text="No")  # cancelling keeps the event
+    assert len(events(dev)) == 21
+    _click(backend, desc="Delete")
+    _click(backend, text="Yes")
+    assert len(events(dev)) == 20
+    assert backend.phone.find(text=p["event_title"]) is None  # back on the day view, gone
+    assert task.is_successful(dev) == 1.0
+
+
+def test_editor_keeps_duration_and_rejects_end_before_start(backend):
+    task, dev = start(backend, "SimpleCalendarAddOneEvent")
+    backend.execute(Action("open_app", app_name="Simple Calendar Pro"))
+    _click(backend, desc="New Event")
+    title = next(n for n in backend.phone.element_nodes() if n.rid == f"{PKG}:id/title")
+    backend.execute(
+        Action("input_text", x=title.center[0], y=title.center[1], text="Standup", clear_text=True)
+    )
+    assert backend.phone.find(text="16:00") and backend.phone.find(text="17:00")
+    _click(backend, text="16:00")
+    hour = next(n for n in backend.phone.element_nodes() if n.rid == f"{PKG}:id/hour")
+    backend.execute(Action("input_text", x=hour.center[0], y=hour.center[1], text="09", clear_text=True))
+    _click(backend, text="OK")
+    assert backend.phone.find(text="09:00") and backend.phone.find(text="10:00")  # the end moved along
+    _click(backend, text="10:00")
+    hour = next(n for n in backend.phone.element_nodes() if n.rid == f"{PKG}:id/hour")
+    backend.execute(Action("input_text", x=hour.center[0], y=hour.center[1], text="08", clear_text=True))
+    _click(backend, text="OK")
+    n = len(events(dev))
+    _click(backend, desc="Save")
+    assert dev.toast == "The end date cannot be before the start date" and len(events(dev)) == n
+
+
+def test_expert_trajectory_adds_exactly_one_row(backend):
+    run = run_expert(backend, "SimpleCalendarAddOneEvent", 3)
+    assert run.score == 1.0
+    dev = backend.phone.dev
+    assert len(events(dev)) == len(backend.task.before) + 1

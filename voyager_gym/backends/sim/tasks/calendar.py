@@ -1,0 +1,833 @@
+"""Simple Calendar Pro tasks: add an event (absolute date, tomorrow, this weekday), delete one event or a
+day's events, and the calendar information-retrieval questions. Verifiers read `dev.table("events")` with
+AndroidWorld's rules: an add needs the expected row (title/location/description fuzzy, times exact), exactly
+one more row and every earlier row unchanged; a delete needs exactly the target rows gone; questions compare
+the `answer` text with the titles (or location) computed from the seeded events.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import random
+import re
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.calendar import PKG, dt_of, events, long_date, make_event, ts_of
+from voyager_gym.backends.sim.device import START_TIME, DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    answer,
+    back,
+    check_answer,
+    click,
+    done,
+    fuzzy_match,
+    open_app,
+    register_task,
+    scroll,
+    scroll_to_find,
+    type_into,
+)
+
+TODAY = START_TIME.date()  # Sunday, October 15 2023
+APP = "Simple Calendar Pro"
+
+# AndroidWorld's event generator vocabulary (parameter values of its calendar tasks).
+TITLE_PREFIXES = (
+    "Meeting with",
+    "Call with",
+    "Workshop on",
+    "Appointment for",
+    "Catch up on",
+    "Review session for",
+)
+NAMES = ("Alice", "Bob", "the Team", "HR", "Dr. Smith", "Marketing")
+SUBJECTS = ("Project X", "Annual Report", "Budget Planning", "Campaign")
+ACTIONS = (
+    "discuss",
+    "finalize",
+    "plan",
+    "celebrate",
+    "prepare for",
+    "review",
+    "explore",
+    "understand",
+    "organize",
+    "strategize about",
+)
+TOPICS = (
+    "upcoming project milestones",
+    "marketing strategies",
+    "annual budget",
+    "product launch",
+    "team roles",
+    "client feedback",
+    "contract details",
+    "software updates",
+    "business objectives",
+)
+NOTES = (
+    "Please bring relevant documents.",
+    "Remember to confirm attendance.",
+    "Let's be punctual.",
+    "Looking forward to productive discussions.",
+    "Snacks will be provided.",
+)
+
+
+def gen_title(rng: random.Random) -> str:
+    prefix = rng.choice(TITLE_PREFIXES)
+    return f"{prefix} {rng.choice(NAMES) if 'with' in prefix else rng.choice(SUBJECTS)}"
+
+
+def gen_description(rng: random.Random) -> str:
+    text = f"We will {rng.choice(ACTIONS)} {rng.choice(TOPICS)}."
+    if rng.choice([False, True]):
+        text += f" {rng.choice(NOTES)}"
+    return text
+
+
+def gen_event(rng: random.Random, first_day: int = 15, last_day: int = 31) -> dict[str, Any]:
+    """A random October-2023 event on the hour (AndroidWorld's generator): 15-60 minutes long."""
+    start = ts_of(dt.date(2023, 10, rng.randint(first_day, last_day)), rng.randint(0, 23))
+    end = start + rng.choice([15, 30, 45, 60]) * 60
+    return {
+        "title": gen_title(rng),
+        "description": gen_description(rng),
+        "location": "",
+        "start_ts": start,
+        "end_ts": end,
+    }
+
+
+def insert(dev: DeviceState, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = [
+        make_event(
+            dev, s["title"], s["start_ts"], s["end_ts"], s.get("description", ""), s.get("location", "")
+        )
+        for s in specs
+    ]
+    events(dev).extend(rows)
+    return rows
+
+
+# -- the expert's calendar navigation ----------------------------------------------------------------------
+def cal_title(view: View) -> str | None:
+    return view.title
+
+
+def goto_day(view: View, mem: dict[str, Any], day: dt.date) -> Action | None:
+    """Open the calendar and walk to the day view of `day`; None once there."""
+    if view.app != PKG:
+        return open_app(APP)
+    label = view.find(rid=f"{PKG}:id/top_value")
+    title = view.title
+    if (
+        title == day.strftime("%B %Y")
+        and label is not None
+        and view.el(label).text == day.strftime("%A, %B %-d")
+    ):
+        return None
+    if title == "Simple Calendar" and view.has(desc="Previous month"):
+        want = day.strftime("%B %Y")
+        cur = view.el(label).text if label is not None else ""
+        if cur != want:
+            cur_d = dt.datetime.strptime(cur, "%B %Y")
+            return click(
+                view.find(
+                    desc="Next month"
+                    if (day.year, day.month) > (cur_d.year, cur_d.month)
+                    else "Previous month"
+                )
+            )
+        cells = view.find_all(text=str(day.day), rid=f"{PKG}:id/month_day")
+        return click(cells[0] if day.day < 15 else cells[-1])  # low numbers repeat in next month's tail
+    return back()
+
+
+def collect_rows(view: View, mem: dict[str, Any], key: str) -> list[tuple[str, str]] | Action:
+    """Read every (title, time) row of the visible event list, scrolling down until it stops moving."""
+    seen: list = mem.setdefault(key, {"rows": [], "sigs": []})["rows"]
+    st = mem[key]
+    titles = view.find_all(rid=f"{PKG}:id/event_item_title")
+    times = view.find_all(rid=f"{PKG}:id/event_item_time")
+    for ti, tm in zip(titles, times, strict=False):
+        pair = (view.el(ti).text, view.el(tm).text, view.el(ti).bbox_pixels.y_min)
+        if not any(p[0] == pair[0] and p[1] == pair[1] for p in seen):
+            seen.append(pair)
+    lst = view.find(rid=f"{PKG}:id/day_events")
+    sig = tuple(view.texts())
+    if lst is not None and view.el(lst).is_scrollable and sig not in st["sigs"]:
+        st["sigs"].append(sig)
+        return scroll("down", lst)
+    return [(t, tm) for t, tm, _ in seen]
+
+
+def fmt_time_param(t: dt.time) -> str:
+    return f"{t.hour:02d}:{t.minute:02d}"
+
+
+# -- add tasks ---------------------------------------------------------------------------------------------
+class _AddEvent(SimTask):
+    """Create one event; AndroidWorld's SimpleCalendarAddOneEvent family."""
+
+    app_names = ("simple calendar pro",)
+    complexity = 3.4
+    first_day, last_day = 15, 31
+    template = (
+        "In Simple Calendar Pro, create a calendar event on {year}-{month}-{day} at {hour}h with the title "
+        "'{event_title}' and the description '{event_description}'. The event should last for "
+        "{duration_mins} mins."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        e = gen_event(rng, cls.first_day, cls.last_day)
+        start = dt_of(e["start_ts"])
+        return {
+            "year": 2023,
+            "month": 10,
+            "day": start.day,
+            "hour": start.hour,
+            "duration_mins": (e["end_ts"] - e["start_ts"]) // 60,
+            "event_title": e["title"],
+            "event_description": e["description"],
+            "day_of_week": start.strftime("%A"),
+            "start_ts": e["start_ts"],
+            "end_ts": e["end_ts"],
+            "n_noise": rng.randint(0, 20),
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = self.rng("noise")
+        noise = []
+        while len(noise) < self.params["n_noise"]:
+            e = gen_event(rng, 1, 31)
+            if e["title"] != self.params["event_title"]:
+                noise.append(e)
+        insert(dev, noise)
+        self.before = copy.deepcopy(events(dev))
+
+    def is_successful(self, dev: DeviceState) -> float:
+        after = events(dev)
+        p = self.params
+
+        def matches(r: dict[str, Any]) -> bool:
+            return (
+                r["start_ts"] == p["start_ts"]
+                and r["end_ts"] == p["end_ts"]
+                and fuzzy_match(r["title"], p["event_title"])
+                and fuzzy_match(r.get("location", ""), "")
+                and fuzzy_match(r.get("description", ""), p["event_description"])
+                and r.get("repeat_interval", 0) == 0
+                and r.get("repeat_rule", 0) == 0
+            )
+
+        if not any(matches(r) for r in after):
+            return 0.0
+        if len(after) != len(self.before) + 1:
+            return 0.0
+        return 1.0 if all(r in after for r in self.before) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        start, end = dt_of(p["start_ts"]), dt_of(p["end_ts"])
+        title = view.title
+        if title in ("New Event", "Edit Event"):
+            return self._fill(view, mem, start, end)
+        if view.has(text="Type in time"):
+            return self._time_dialog(view, mem)
+        if view.has(rid="android:id/date_picker_header_date"):
+            want = mem.get("date_target")
+            cell = view.find(desc=want.strftime("%d %B %Y")) if want else None
+            if cell is not None and not view.el(cell).is_selected:
+                return click(cell)
+            return click(view.find(text="OK" if cell is not None else "Cancel"))
+        if mem.get("saved"):
+            return done()
+        act = goto_day(view, mem, start.date())
+        if act is not None:
+            return act
+        return click(view.find(desc="New Event"))
+
+    def _fill(self, view: View, mem: dict[str, Any], start: dt.datetime, end: dt.datetime) -> Action:
+        p = self.params
+        for key, want in (("title", p["event_title"]), ("description", p["event_description"])):
+            i = view.find(rid=f"{PKG}:id/{key}")
+            if i is None:
+                return scroll("up", view.find(rid=f"{PKG}:id/form"))
+            if (view.el(i).text or "").strip() != want:
+                return type_into(i, want)
+        for which, target in (("start", start), ("end", end)):
+            di = view.find(rid=f"{PKG}:id/event_{which}_date")
+            ti = view.find(rid=f"{PKG}:id/event_{which}_time")
+            if di is None or ti is None:
+                return scroll("down", view.find(rid=f"{PKG}:id/form"))
+            if view.el(di).text != long_date(target.date()):
+                mem["date_target"] = target.date()
+                return click(di)
+            if view.el(ti).text != target.strftime("%H:%M"):
+                mem["time_target"] = target
+                return click(ti)
+        mem["saved"] = True
+        return click(view.find(desc="Save"))
+
+    def _time_dialog(self, view: View, mem: dict[str, Any]) -> Action:
+        target: dt.datetime | None = mem.get("time_target")
+        if target is None:
+            return click(view.find(text="Cancel"))
+        for key, want in (("hour", f"{target.hour:02d}"), ("minute", f"{target.minute:02d}")):
+            i = view.find(rid=f"{PKG}:id/{key}")
+            cur = (view.el(i).text or "").strip()
+            if not cur.isdigit() or int(cur) != int(want):
+                return type_into(i, want)
+        mem.pop("time_target", None)
+        return click(view.find(text="OK"))
+
+
+@register_task
+class SimpleCalendarAddOneEvent(_AddEvent):
+    name = "SimpleCalendarAddOneEvent"
+
+
+@register_task
+class SimpleCalendarAddOneEventTomorrow(_AddEvent):
+    name = "SimpleCalendarAddOneEventTomorrow"
+    first_day = last_day = 16
+    template = (
+        "In Simple Calendar Pro, create a calendar event for tomorrow at {hour}h with the title "
+        "'{event_title}' and the description '{event_description}'. The event should last for "
+        "{duration_mins} mins."
+    )
+
+
+@register_task
+class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
+    name = "SimpleCalendarAddOneEventRelativeDay"
+    first_day, last_day = 16, 21
+    template = (
+        "In Simple Calendar Pro, create a calendar event for this {day_of_week} at {hour}h with the title "
+        "'{event_title}' and the description '{event_description}'. The event should last for "
+        "{duration_mins} mins."
+    )
+
+
+# -- delete tasks ------------------------------------------------------------------------------------------
+class _DeleteEvents(SimTask):
+    """Delete the target events; every other row must stay exactly as it was."""
+
+    app_names = ("simple calendar pro",)
+    n_rows = 3
+    n_noise = 20
+
+    def targets(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def noise_ok(self, e: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = self.rng("noise")
+        noise = []
+        while len(noise) < self.n_noise:
+            e = gen_event(rng, 1, 31)
+            if self.noise_ok(e):
+                noise.append(e)
+        insert(dev, noise)
+        self.target_ids = [r["id"] for r in insert(dev, self.targets())]
+        self.before = copy.deepcopy(events(dev))
+
+    def is_successful(self, dev: DeviceState) -> float:
+        after = events(dev)
+        for r in self.before:
+            if (r["id"] in self.target_ids) == (r in after):
+                return 0.0
+        return 1.0 if all(r in self.before for r in after) else 0.0
+
+
+@register_task
+class SimpleCalendarDeleteOneEvent(_DeleteEvents):
+    name = "SimpleCalendarDeleteOneEvent"
+    complexity = 1.2
+    n_rows = 1
+    template = (
+        "In Simple Calendar Pro, delete the calendar event on {year}-{month}-{day} at {hour}h with the title "
+        "'{event_title}'"
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        e = gen_event(rng)
+        start = dt_of(e["start_ts"])
+        return {
+            "year": 2023,
+            "month": 10,
+            "day": start.day,
+            "hour": start.hour,
+            "event_title": e["title"],
+            "event_description": e["description"],
+            "duration_mins": (e["end_ts"] - e["start_ts"]) // 60,
+            "start_ts": e["start_ts"],
+            "end_ts": e["end_ts"],
+        }
+
+    def targets(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [
+            {
+                "title": p["event_title"],
+                "description": p["event_description"],
+                "start_ts": p["start_ts"],
+                "end_ts": p["end_ts"],
+            }
+        ]
+
+    def noise_ok(self, e: dict[str, Any]) -> bool:
+        return e["start_ts"] != self.params["start_ts"] and e["title"] != self.params["event_title"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        p = self.params
+        if view.has(text="Are you sure you want to delete this event?"):
+            mem["deleted"] = True
+            return click(view.find(text="Yes"))
+        if view.title == "Edit Event":
+            return click(view.find(desc="Delete"))
+        if mem.get("deleted"):
+            return done()
+        act = goto_day(view, mem, dt_of(p["start_ts"]).date())
+        if act is not None:
+            return act
+        want = dt_of(p["start_ts"]).strftime("%H:%M")
+        for i in view.find_all(rid=f"{PKG}:id/event_item_title"):
+            if view.el(i).text == p["event_title"]:
+                times = [j for j in view.find_all(rid=f"{PKG}:id/event_item_time") if j > i]
+                if times and view.el(times[0]).text.startswith(want):
+                    return click(i)
+        found = scroll_to_find(view, mem, "find_event", text=p["event_title"])
+        return click(found) if isinstance(found, int) else found
+
+
+@register_task
+class SimpleCalendarDeleteEvents(_DeleteEvents):
+    name = "SimpleCalendarDeleteEvents"
+    complexity = 1.4
+    template = "In Simple Calendar Pro, delete all the calendar events on {year}-{month}-{day}"
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        day = rng.randint(15, 31)
+        return {
+            "year": 2023,
+            "month": 10,
+            "day": day,
+            "targets": [gen_event(rng, day, day) for _ in range(cls.n_rows)],
+        }
+
+    def targets(self) -> list[dict[str, Any]]:
+        return [dict(t) for t in self.params["targets"]]
+
+    def noise_ok(self, e: dict[str, Any]) -> bool:
+        d = dt.date(2023, 10, self.params["day"])
+        lo, hi = ts_of(d), ts_of(d + dt.timedelta(days=1))
+        return not (e["start_ts"] < hi and e["end_ts"] > lo)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if view.has(text="Are you sure you want to delete this event?"):
+            return click(view.find(text="Yes"))
+        if view.title == "Edit Event":
+            return click(view.find(desc="Delete"))
+        act = goto_day(view, mem, dt.date(2023, 10, self.params["day"]))
+        if act is not None:
+            return act
+        rows = view.find_all(rid=f"{PKG}:id/event_item_title")
+        return click(rows[0]) if rows else done()
+
+
+# -- information retrieval ---------------------------------------------------------------------------------
+TIMES = (
+    "11:00am",
+    "1:30pm",
+    "9:45am",
+    "21:45",
+    "10:00am",
+    "3:15pm",
+    "12pm",
+    "6:30am",
+    "8:00pm",
+    "12am",
+    "5:20pm",
+    "23:59",
+    "7:45am",
+    "4pm",
+    "10:30am",
+    "16:15",
+    "2:45am",
+    "9:15pm",
+    "11:30am",
+    "20:00",
+)
+DURATIONS = (
+    "30 m",
+    "60 minutes",
+    "45min",
+    "1 h",
+    "2 hours",
+    "15 minutes",
+    "1.5 hours",
+    "90 min",
+    "20 min",
+    "3 h",
+    "25 minutes",
+    "10 min",
+    "50 min",
+    "2.5 hours",
+    "75 minutes",
+    "5 minutes",
+)
+IR_TITLES = (
+    "Product demo",
+    "Team lunch",
+    "Coffee with CEO",
+    "Quarterly review",
+    "Scrum meeting",
+    "Doctor's appointment",
+    "Birthday party",
+    "Coding challenge",
+    "Board meeting",
+    "Marketing strategy workshop",
+    "Movie night",
+    "Dinner with friends",
+    "Concert",
+    "Game night",
+    "Date night",
+    "Weekend trip",
+    "Family reunion",
+    "Volunteer cleanup",
+    "Sports game",
+)
+EVENTS_ON_DATE_TITLES = ("Data Dive", "Bug Bash", "Dan's Birthday Party", "Trivia Night") + IR_TITLES
+MEETING_TITLES = ("Team Meeting", "1-on-1 with Manager") + IR_TITLES
+LOCATION_TITLES = ("Marketing Brainstorm", "Lunch with Client", "Team Offsite") + IR_TITLES
+LOCATIONS = (
+    "Conference Room A",
+    "McDonald's",
+    "100 Main St Chicago",
+    "City Park",
+    "The Coffee Bean",
+    "Sarah's apartment",
+    "Conference Room A",
+    "Zoom meeting",
+    "Riverside Restaurant",
+    "Local library",
+    "Bowling alley",
+    "Community center",
+    "Online",
+    "The beach",
+    "John's backyard",
+    "State Park",
+    "Art Museum",
+    "Hiking trail",
+    "Downtown",
+    "Mall",
+    "The gym",
+    "School auditorium",
+    "Virtual",
+)
+LOCATION_TIMES = ("11:00", "1:30pm", "9:45am") + TIMES
+# NextEvent's times all lie after 15:34 ("12:00am" of AndroidWorld's list is left out: it is in the past).
+NEXT_TIMES = (
+    "3:53pm",
+    "21:45",
+    "5pm",
+    "17:30",
+    "16:00",
+    "18:30",
+    "18:45",
+    "7pm",
+    "7:15pm",
+    "21:45",
+    "8pm",
+    "8:10pm",
+    "5:20pm",
+    "23:59",
+    "4:00pm",
+    "16:15",
+    "9:15pm",
+    "20:40",
+    "22:35",
+)
+IR_DATES = tuple(dt.date(2023, 10, d) for d in range(15, 30))
+
+
+def parse_time(s: str) -> dt.time:
+    """AndroidWorld's time formats: '21:45', '9:45am', '4pm'."""
+    for fmt in ("%H:%M", "%I:%M%p", "%I%p"):
+        try:
+            return dt.datetime.strptime(s, fmt).time()
+        except ValueError:
+            pass
+    raise ValueError(f"bad time {s!r}")
+
+
+def parse_duration(s: str) -> int:
+    """Seconds in '30 m', '1.5 hours', '45min' (AndroidWorld's parser: 'h' before 'm')."""
+    if "h" in s:
+        return int(3600 * float(s[: s.find("h")].strip()))
+    return 60 * int(s[: s.find("m")].strip())
+
+
+def reword_date(d: dt.date, rng: random.Random) -> str:
+    """AndroidWorld's natural-language date: 'October 16', 'October 16 2023', today, weekday forms."""
+    opts = [d.strftime("%B %d"), d.strftime("%B %d %Y")]
+    delta = (d - TODAY).days
+    if delta == 0:
+        opts.append("today")
+    if delta == 1:
+        opts.append("tomorrow")
+    if delta == -1:
+        opts.append("yesterday")
+    if 0 < delta <= 7:
+        opts += [d.strftime("%A"), f"this {d.strftime('%A')}"]
+    elif 7 < delta <= 14:
+        opts.append(f"the {d.strftime('%A')} after next")
+    if -7 <= delta < 0:
+        opts.append(d.strftime("%A"))
+    return rng.choice(opts)
+
+
+def random_noise_event(rng: random.Random) -> dict[str, Any]:
+    """An IR noise event: any minute within 15 days of the device time, 15-60 minutes long."""
+    start = int((START_TIME - dt.timedelta(days=15)).timestamp()) + 60 * rng.randrange(30 * 24 * 60)
+    return {
+        "title": gen_title(rng),
+        "description": gen_description(rng),
+        "location": "",
+        "start_ts": start,
+        "end_ts": start + 60 * rng.choice([15, 30, 45, 60]),
+    }
+
+
+def overlaps_day(e: dict[str, Any], d: dt.date) -> bool:
+    """AndroidWorld's date exclusion: the event's start date <= d <= its end date."""
+    return dt_of(e["start_ts"]).date() <= d <= dt_of(e["end_ts"]).date()
+
+
+class _CalendarIR(SimTask):
+    """A calendar question: seeded targets among 75 noise events; the answer is compared by check_answer."""
+
+    app_names = ("simple calendar pro",)
+    complexity = 1.0
+    n_noise = 75
+
+    def target_events(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def excluded(self, e: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def expected(self) -> list[str]:
+        return [e["title"] for e in self.target_events()]
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = self.rng("noise")
+        specs = list(self.target_events())
+        while len(specs) < len(self.target_events()) + self.n_noise:
+            e = random_noise_event(rng)
+            if not self.excluded(e):
+                specs.append(e)
+        rng.shuffle(specs)
+        insert(dev, specs)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        if not dev.interaction_cache:
+            return 0.0
+        return 1.0 if check_answer(dev.interaction_cache, self.expected()) else 0.0
+
+    def finish(self, mem: dict[str, Any], text: str) -> Action:
+        if mem.get("answered"):
+            return done()
+        mem["answered"] = True
+        return answer(text)
+
+
+def _event(date: dt.date, time_s: str, title: str, dur_s: int, location: str = "") -> dict[str, Any]:
+    t = parse_time(time_s)
+    start = ts_of(date, t.hour, t.minute)
+    return {
+        "title": title,
+        "description": "",
+        "location": location,
+        "start_ts": start,
+        "end_ts": start + dur_s,
+    }
+
+
+class _DayQuestion(_CalendarIR):
+    """Questions answered by reading one day's event list."""
+
+    def the_day(self) -> dt.date:
+        return dt.date.fromisoformat(self.params["date_iso"])
+
+    def excluded(self, e: dict[str, Any]) -> bool:
+        return overlaps_day(e, self.the_day())
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = goto_day(view, mem, self.the_day())
+        if act is not None:
+            return act
+        rows = collect_rows(view, mem, "rows")
+        if not isinstance(rows, list):
+            return rows
+        return self.finish(mem, ", ".join(t for t, _ in rows))
+
+
+@register_task
+class SimpleCalendarEventsOnDate(_DayQuestion):
+    name = "SimpleCalendarEventsOnDate"
+    template = (
+        "What events do I have {date} in Simple Calendar Pro? Answer with the titles only. If there are "
+        "multiple titles, format your answer as a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        d = rng.choice(IR_DATES)
+        return {
+            "time": rng.choice(TIMES),
+            "date_iso": d.isoformat(),
+            "duration": rng.choice(DURATIONS),
+            "title": rng.choice(EVENTS_ON_DATE_TITLES),
+            "date": reword_date(d, rng),
+        }
+
+    def target_events(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [_event(self.the_day(), p["time"], p["title"], parse_duration(p["duration"]))]
+
+
+@register_task
+class SimpleCalendarAnyEventsOnDate(_DayQuestion):
+    name = "SimpleCalendarAnyEventsOnDate"
+    template = (
+        "Do I have any events {date} in Simple Calendar Pro? Answer with the titles only. If there are "
+        "multiples titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        d = rng.choice(IR_DATES)
+        title = rng.choice(MEETING_TITLES)
+        time_s = rng.choice(TIMES)
+        others = rng.sample([t for t in MEETING_TITLES if t != title], 3)
+        times = rng.sample([t for t in TIMES if t != time_s], 3)
+        return {
+            "date_iso": d.isoformat(),
+            "title": title,
+            "time": time_s,
+            "titles": others,
+            "times": times,
+            "date": reword_date(d, rng),
+        }
+
+    def target_events(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [_event(self.the_day(), tm, t, 3600) for t, tm in zip(p["titles"], p["times"], strict=True)]
+
+
+@register_task
+class SimpleCalendarLocationOfEvent(_CalendarIR):
+    name = "SimpleCalendarLocationOfEvent"
+    template = (
+        "What is the location of my {title} event in Simple Calendar Pro? Answer with the location only."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {
+            "title": rng.choice(LOCATION_TITLES),
+            "location": rng.choice(LOCATIONS),
+            "date_iso": rng.choice(IR_DATES).isoformat(),
+            "time": rng.choice(LOCATION_TIMES),
+        }
+
+    def target_events(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [_event(dt.date.fromisoformat(p["date_iso"]), p["time"], p["title"], 1800, p["location"])]
+
+    def excluded(self, e: dict[str, Any]) -> bool:
+        return self.params["title"].lower() in e["title"].lower()
+
+    def expected(self) -> list[str]:
+        return [self.params["location"]]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        title = self.params["title"]
+        if mem.get("answered"):
+            return done()
+        if view.app != PKG:
+            return open_app(APP)
+        if view.title == "Edit Event":
+            loc = view.find(rid=f"{PKG}:id/location")
+            t = view.find(rid=f"{PKG}:id/title")
+            if loc is not None and t is not None and view.el(t).text == title:
+                return self.finish(mem, view.el(loc).text or "")
+            return back()
+        q = view.find(rid=f"{PKG}:id/query")
+        if q is not None:
+            if (view.el(q).text or "") != title:
+                return type_into(q, title)
+            hit = view.find(text=title, rid=f"{PKG}:id/event_item_title")
+            return click(hit) if hit is not None else back()
+        search = view.find(desc="Search")
+        return click(search) if search is not None else back()
+
+
+@register_task
+class SimpleCalendarNextEvent(_CalendarIR):
+    name = "SimpleCalendarNextEvent"
+    template = (
+        "What is my next upcoming event in Simple Calendar Pro? Answer with the title only. If there are "
+        "multiples titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {
+            "time": rng.choice(NEXT_TIMES),
+            "duration": rng.choice(DURATIONS),
+            "title": rng.choice(MEETING_TITLES),
+        }
+
+    def target_events(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [_event(TODAY, p["time"], p["title"], parse_duration(p["duration"]))]
+
+    def excluded(self, e: dict[str, Any]) -> bool:
+        """AndroidWorld's rule: on Oct 15, (start or end time of day) <= {time}, (start or end) >= 15:30."""
+        if not overlaps_day(e, TODAY):
+            return False
+        t = parse_time(self.params["time"])
+        s, en = dt_of(e["start_ts"]).time(), dt_of(e["end_ts"]).time()
+        limit = dt.time(15, 30)
+        return (s <= t or en <= t) and (s >= limit or en >= limit)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = goto_day(view, mem, TODAY)
+        if act is not None:
+            return act
+        rows = collect_rows(view, mem, "rows")
+        if not isinstance(rows, list):
+            return rows
+        now = START_TIME.strftime("%H:%M")
+        upcoming = [(tm[:5], t) for t, tm in rows if re.match(r"\d\d:\d\d - ", tm) and tm[:5] >= now]
+        if not upcoming:
+            return self.finish(mem, "")
+        first = min(s for s, _ in upcoming)
+        return self.finish(mem, ", ".join(t for s, t in upcoming if s == first))

@@ -1,0 +1,404 @@
+"""Tasks app (org.tasks) information-retrieval questions: tasks due on a date, high-priority tasks and
+incomplete tasks due by a date. As in AndroidWorld, the target tasks are seeded among 20 random tasks drawn so
+that none of them also fits the question; `answer` is checked against their titles.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+from voyager_gym.actions import Action
+from voyager_gym.backends.sim.apps.tasks_app import PKG, make_task, tasks
+from voyager_gym.backends.sim.device import START_TIME, DeviceState
+from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
+    View,
+    answer,
+    back,
+    check_answer,
+    click,
+    done,
+    open_app,
+    register_task,
+    scroll,
+)
+from voyager_gym.backends.sim.tasks.calendar import IR_DATES, TIMES, parse_time, reword_date
+
+TODAY = START_TIME.date()
+UTC = dt.UTC
+
+TITLES = (
+    "Complete project proposal",
+    "Review code changes",
+    "Schedule team meeting",
+    "Submit expense report",
+    "Update website content",
+    "Review quarterly goals",
+    "Organize files and folders",
+    "Draft marketing email",
+    "Attend networking event",
+    "Prepare presentation for meeting",
+    "Call client for follow-up",
+    "Research market trends",
+    "Follow up on support tickets",
+    "Prepare agenda for weekly meeting",
+    "Book flights for conference",
+    "Plan team outing",
+    "Participate in brainstorming session",
+    "Review performance metrics",
+    "Attend training session",
+    "Send report to manager",
+)
+NOTES = (
+    "Remember to complete this task.",
+    "This task is important.",
+    "Don't forget to follow up on this task.",
+    "Double-check calculations.",
+    "Confirm meeting location.",
+    "Follow up with team members.",
+    "Prepare presentation slides.",
+    "Update project status.",
+    "Check email for updates.",
+    "Review feedback from client.",
+    "Complete paperwork.",
+    "Schedule follow-up meeting.",
+)
+INCOMPLETE_TITLES = TITLES + (
+    "Dinner with friends",
+    "Organize movie night",
+    "Exercise session with coach",
+    "Read book for book club",
+    "Plan family reunion",
+)
+INCOMPLETE_NOTES = (
+    "This is high priority.",
+    "This is urgent.",
+    "Remember to review ahead of time.",
+    "Double-check details.",
+    "Schedule time on calendar.",
+    "Follow up with others.",
+    "Send emails to everyone.",
+    "Send an update.",
+    "Monitor email for updates on this.",
+    "Check handwritten notes.",
+    "Complete survey.",
+    "Schedule follow-up tasks.",
+)
+# AndroidWorld's random noise tasks: a title and (half the time) its note.
+NOISE = {
+    "Grocery Shopping": "Don't forget milk, eggs, and bread. Also need to pick up snacks for the kids.",
+    "Finish Project Proposal": "Deadline is Friday. Need to finalize budget and timeline sections.",
+    "Schedule Dentist Appointment": "Teeth cleaning overdue. Call Dr. Smith's office.",
+    "Water Plants": "Check moisture level before watering. Fertilize succulents.",
+    "Meal Prep for the Week": (
+        "Make a grocery list based on planned meals. Cook chicken and chop veggies on Sunday."
+    ),
+    "Research Vacation Destinations": "Looking for beach destinations with family-friendly activities.",
+    "Read 'The Martian'": "Started last week. Aim to finish by next weekend.",
+    "Call Grandma": "Catch up on family news. Ask for her famous cookie recipe.",
+    "Change Air Filter": "Last changed 3 months ago. Buy a new filter at the hardware store.",
+    "Brainstorm Blog Post Ideas": "Need 5 new topics for the next month's content calendar.",
+    "Renew Driver's License": "Expires next month. Check DMV website for requirements.",
+    "Organize Closet": "Donate old clothes and shoes. Put winter clothes in storage.",
+    "Submit Expense Report": "Deadline is Wednesday. Attach receipts for all purchases.",
+    "Attend Team Meeting": "Agenda includes project updates and brainstorming new initiatives.",
+    "Learn to Play Guitar": "Practice chords for 30 minutes every day. Find online tutorials.",
+    "Reply to Emails": (
+        "Inbox is overflowing. Prioritize urgent messages and unsubscribe from unwanted lists."
+    ),
+    "Clean Out Fridge": "Check expiration dates and discard old food. Wipe down shelves.",
+    "Create Budget for Next Month": "Track income and expenses. Set savings goals.",
+    "Back Up Computer Files": "Use external hard drive or cloud storage. Schedule regular backups.",
+    "Take Dog to the Vet": "Annual checkup and vaccinations due.",
+}
+
+
+def ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp()) * 1000
+
+
+def at(d: dt.date, time_s: str | None = None) -> dt.datetime:
+    t = parse_time(time_s) if time_s else dt.time(0, 0)
+    return dt.datetime(d.year, d.month, d.day, t.hour, t.minute, tzinfo=UTC)
+
+
+def random_moment(rng: random.Random, days: int, center: dt.datetime) -> dt.datetime:
+    """AndroidWorld's generate_random_datetime: a random minute in a `days`-long window around `center`."""
+    return center - dt.timedelta(days=days / 2) + dt.timedelta(minutes=rng.randrange(days * 24 * 60))
+
+
+def random_task(rng: random.Random) -> dict[str, Any]:
+    """A noise task spec: due within a week of today, started ~6 days before, completed half the time."""
+    title = rng.choice(list(NOISE))
+    notes = NOISE[title] if rng.choice([True, False]) else None
+    importance = rng.choice([0, 1, 2, 3])
+    due = random_moment(rng, 14, START_TIME)
+    hide = random_moment(rng, 5, due - dt.timedelta(days=6))
+    completed = (
+        random_moment(rng, 14, START_TIME - dt.timedelta(days=14)) if rng.choice([True, False]) else None
+    )
+    return {
+        "title": title,
+        "notes": notes,
+        "importance": importance,
+        "due": ms(due),
+        "hide": ms(hide),
+        "completed": ms(completed) if completed else 0,
+    }
+
+
+def due_date_of(spec: dict[str, Any]) -> dt.date:
+    return dt.datetime.fromtimestamp(spec["due"] / 1000, tz=UTC).date()
+
+
+def parse_day_text(text: str) -> dt.date | None:
+    """The list's day labels back to dates: 'Today', 'Tomorrow', 'Yesterday', 'Mon, Oct 16'."""
+    rel = {"Today": 0, "Tomorrow": 1, "Yesterday": -1}
+    if text in rel:
+        return TODAY + dt.timedelta(days=rel[text])
+    try:
+        return dt.datetime.strptime(f"{text} {TODAY.year}", "%a, %b %d %Y").date()
+    except ValueError:
+        return None
+
+
+class _TasksIR(SimTask):
+    """A Tasks question: targets plus 20 noise tasks that do not fit it; the answer is the targets' titles."""
+
+    app_names = ("tasks",)
+    complexity = 1.0
+    n_noise = 20
+
+    def targets(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = self.rng("noise")
+        specs = list(self.targets())
+        noise = []
+        while len(noise) < self.n_noise:
+            s = random_task(rng)
+            if not self.excluded(s):
+                noise.append(s)
+        specs += noise
+        rng.shuffle(specs)
+        tasks(dev).extend(
+            make_task(dev, s["title"], s["importance"], s["due"], s["hide"], s["completed"], s["notes"])
+            for s in specs
+        )
+
+    def is_successful(self, dev: DeviceState) -> float:
+        if not dev.interaction_cache:
+            return 0.0
+        return 1.0 if check_answer(dev.interaction_cache, [t["title"] for t in self.targets()]) else 0.0
+
+    def finish(self, mem: dict[str, Any], text: str) -> Action:
+        if mem.get("answered"):
+            return done()
+        mem["answered"] = True
+        return answer(text)
+
+    def ensure_list(self, view: View, sort: str, mem: dict[str, Any]) -> Action | None:
+        """Open the app's task list sorted by `sort`; None once there."""
+        if view.app != PKG:
+            return open_app("Tasks")
+        if view.has(text="Sort") and view.has(text=sort):
+            mem["sorted"] = sort
+            return click(view.find(text=sort))
+        if view.title != "My Tasks":
+            return back()
+        headers = [view.el(i).text for i in view.find_all(rid=f"{PKG}:id/header")]
+        by_priority = any(h.endswith(" priority") for h in headers)
+        if headers and by_priority != (sort == "Priority"):
+            return click(view.find(desc="Sort"))
+        return None
+
+    def collect_due(self, view: View, mem: dict[str, Any], keep) -> list[str] | Action:
+        """Walk the due-date-sorted list, keeping titles whose row's due day passes `keep(day)`; stops at the
+        end of the list or at the first day after the ones wanted."""
+        st = mem.setdefault("collect", {"rows": [], "sigs": [], "past": False})
+        els = view.elements
+        for i, e in enumerate(els):
+            if (
+                e.resource_name == f"{PKG}:id/title"
+                and i + 1 < len(els)
+                and els[i + 1].resource_name == f"{PKG}:id/due_date"
+            ):
+                day = parse_day_text(els[i + 1].text or "")
+                if day is None:
+                    continue
+                if keep(day) and (e.text, day) not in st["rows"]:
+                    st["rows"].append((e.text, day))
+                if day > self.last_day():
+                    st["past"] = True
+        lst = view.find(rid=f"{PKG}:id/tasks")
+        sig = tuple(view.texts())
+        if not st["past"] and lst is not None and view.el(lst).is_scrollable and sig not in st["sigs"]:
+            st["sigs"].append(sig)
+            return scroll("down", lst)
+        return [t for t, _ in st["rows"]]
+
+    def last_day(self) -> dt.date:
+        return dt.date.fromisoformat(self.params["date_iso"])
+
+
+@register_task
+class TasksDueOnDate(_TasksIR):
+    name = "TasksDueOnDate"
+    template = (
+        "What tasks do I have due {date} in Tasks app? Answer with the titles only. If there are multiples "
+        "titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        d = rng.choice(IR_DATES)
+        return {
+            "date_iso": d.isoformat(),
+            "titles": rng.sample(TITLES, 3),
+            "importances": rng.sample([0, 0, 1, 1, 2, 2, 3, 3], 3),
+            "notes": rng.sample(NOTES, 3),
+            "date": reword_date(d, rng),
+        }
+
+    def targets(self) -> list[dict[str, Any]]:
+        p = self.params
+        d = self.last_day()
+        hides = ((10, "8:00"), (9, "10:00"), (11, "9:00"))
+        return [
+            {
+                "title": t,
+                "importance": imp,
+                "notes": n,
+                "due": ms(at(d)),
+                "hide": ms(at(dt.date(2023, 10, hd), ht)),
+                "completed": 0,
+            }
+            for t, imp, n, (hd, ht) in zip(p["titles"], p["importances"], p["notes"], hides, strict=True)
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return due_date_of(spec) == self.last_day()
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = self.ensure_list(view, "Due date", mem)
+        if act is not None:
+            return act
+        want = self.last_day()
+        got = self.collect_due(view, mem, lambda day: day == want)
+        return self.finish(mem, ", ".join(got)) if isinstance(got, list) else got
+
+
+@register_task
+class TasksIncompleteTasksOnDate(_TasksIR):
+    name = "TasksIncompleteTasksOnDate"
+    template = (
+        "What incomplete tasks do I have still have to do by {date} in Tasks app? Answer with the titles "
+        "only. If there are multiples titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        d = rng.choice(IR_DATES)
+        return {
+            "date_iso": d.isoformat(),
+            "titles": rng.sample(INCOMPLETE_TITLES, 3),
+            "importances": rng.sample([0, 1, 2, 3], 3),
+            "notes": rng.sample(INCOMPLETE_NOTES, 3),
+            "hide_times": rng.sample(TIMES, 3),
+            "date": reword_date(d, rng),
+        }
+
+    def targets(self) -> list[dict[str, Any]]:
+        p = self.params
+        d = self.last_day()
+        return [
+            {
+                "title": t,
+                "importance": imp,
+                "notes": n,
+                "due": ms(at(d)),
+                "hide": ms(at(dt.date(2023, 10, hd), ht)),
+                "completed": 0,
+            }
+            for t, imp, n, hd, ht in zip(
+                p["titles"], p["importances"], p["notes"], (10, 9, 11), p["hide_times"], strict=True
+            )
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return due_date_of(spec) <= self.last_day() and not spec["completed"]
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = self.ensure_list(view, "Due date", mem)
+        if act is not None:
+            return act
+        want = self.last_day()
+        got = self.collect_due(view, mem, lambda day: day <= want)
+        return self.finish(mem, ", ".join(got)) if isinstance(got, list) else got
+
+
+@register_task
+class TasksHighPriorityTasks(_TasksIR):
+    name = "TasksHighPriorityTasks"
+    template = (
+        "What are my high priority tasks in Tasks app? Answer with the titles only. If there are multiples "
+        "titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        due = dt.date(2023, 10, rng.randint(16, 22))
+        hide = dt.date(2023, 10, rng.randint(10, 15))
+        return {
+            "task_title": rng.choice(TITLES),
+            "notes": rng.choice(NOTES),
+            "due_iso": due.isoformat(),
+            "time": rng.choice(TIMES),
+            "hide_iso": hide.isoformat(),
+        }
+
+    def targets(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [
+            {
+                "title": p["task_title"],
+                "importance": 0,
+                "notes": p["notes"],
+                "due": ms(at(dt.date.fromisoformat(p["due_iso"]), p["time"])),
+                "hide": ms(at(dt.date.fromisoformat(p["hide_iso"]), p["time"])),
+                "completed": 0,
+            }
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return spec["importance"] == 0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = self.ensure_list(view, "Priority", mem)
+        if act is not None:
+            return act
+        titles, section = [], None
+        for e in view.elements:
+            if e.resource_name == f"{PKG}:id/header":
+                section = e.text
+            elif e.resource_name == f"{PKG}:id/title" and section == "High priority":
+                titles.append(e.text)
+        if (
+            not titles
+            and view.find(text="High priority") is None
+            and view.find(rid=f"{PKG}:id/header") is None
+        ):
+            return scroll("up", view.find(rid=f"{PKG}:id/tasks"))
+        return self.finish(mem, ", ".join(titles))

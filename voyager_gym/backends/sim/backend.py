@@ -39,6 +39,7 @@ class SimDroidBackend(Backend):
         self._prev_frame: np.ndarray | None = None
         self._prev_key: str | None = None
         self._pristine: DeviceState | None = None
+        self._scratch: np.ndarray | None = None
 
     # -- registry --------------------------------------------------------------------------------------
     @property
@@ -89,7 +90,9 @@ class SimDroidBackend(Backend):
             clean = self.renderer.render(root)
             frame = apply_noise(clean.copy(), nd, self.renderer, root)
             if transition and self._prev_frame is not None:
-                frame = blend(self._prev_frame, frame, w_prev)
+                if self._scratch is None or self._scratch.shape != frame.shape:
+                    self._scratch = np.empty_like(frame)
+                frame = blend(self._prev_frame, frame, w_prev, self._scratch)
             self._prev_frame = clean
         self._prev_key = key
         return frame, self.phone.elements(), key

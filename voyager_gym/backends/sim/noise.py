@@ -130,9 +130,14 @@ def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np
     return frame
 
 
-def blend(prev: np.ndarray, cur: np.ndarray, w_prev: float) -> np.ndarray:
+def blend(prev: np.ndarray, cur: np.ndarray, w_prev: float, scratch: np.ndarray | None = None) -> np.ndarray:
     """A screenshot caught mid-transition: about w_prev of the previous frame (quantised to quarters, which
-    shifts compute exactly and fast), the rest of the new one."""
+    shifts compute exactly and fast), the rest of the new one. `scratch` (same shape) avoids an allocation."""
     q = min(3, max(1, int(round(w_prev * 4))))
-    out = (prev >> 2) * q + (cur >> 2) * (4 - q)
+    out = np.right_shift(cur, 2)
+    out *= 4 - q
+    tmp = scratch if scratch is not None and scratch.shape == prev.shape else np.empty_like(prev)
+    np.right_shift(prev, 2, out=tmp)
+    tmp *= q
+    out += tmp
     return out

@@ -46,6 +46,7 @@ class Phone:
         self.dev = DeviceState()
         self._root: Node | None = None
         self._elements: list[Node] | None = None
+        self._element_records: list[UIElement] | None = None
         self.last_tap = (0, 0)
         self.reset()
 
@@ -62,6 +63,7 @@ class Phone:
     def invalidate(self) -> None:
         self._root = None
         self._elements = None
+        self._element_records: list[UIElement] | None = None
 
     @property
     def apps(self) -> dict[str, App]:
@@ -250,7 +252,9 @@ class Phone:
         return self._elements
 
     def elements(self) -> list[UIElement]:
-        return [n.to_element() for n in self.element_nodes()]
+        if self._element_records is None:  # UIElements are frozen: one list per frame serves every reader
+            self._element_records = [n.to_element() for n in self.element_nodes()]
+        return list(self._element_records)
 
     def screen_key(self) -> str:
         return w.screen_key(self.root())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -30,9 +30,10 @@ _BOLD_PATHS = (
 
 @lru_cache(maxsize=256)
 def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
+    # BASIC layout: no shaping library needed, faster, and the same glyph positions on every machine
     for p in _BOLD_PATHS if bold else _FONT_PATHS:
         if os.path.exists(p):
-            return ImageFont.truetype(p, size)
+            return ImageFont.truetype(p, size, layout_engine=ImageFont.Layout.BASIC)
     return ImageFont.load_default(size=size)
 
 
@@ -59,6 +60,14 @@ def _keep_frames_on_heap() -> None:
         pass
 
 
+def _div255(t: np.ndarray) -> np.ndarray:
+    """floor(t / 255) for uint16 t < 65535, with shifts."""
+    t = t + 1
+    t += t >> 8
+    t >>= 8
+    return t
+
+
 def _as_mask(img: Image.Image) -> np.ndarray:
     return np.asarray(img, dtype=np.uint16)[..., None]
 
@@ -66,43 +75,85 @@ def _as_mask(img: Image.Image) -> np.ndarray:
 class Renderer:
     """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
 
-    def __init__(self, scale: float = 1.0, frame_cache: int = 16, tile_cache_mb: int | None = None):
+    def __init__(self, scale: float = 1.0, frame_cache: int = 16, tile_cache_mb: int | None = None,
+                 incremental: bool = True, fast: bool = True):
         if not (0.05 <= scale <= 2.0):
             raise ValueError(f"render scale must be in [0.05, 2.0], got {scale}")
         self.scale = scale
+        self.frame_cache = frame_cache
         if scale >= 0.5:
             _keep_frames_on_heap()
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
-        self.frame_cache = frame_cache
         self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
         self._masks: dict[tuple, np.ndarray] = {}
         self._rows: dict[tuple, np.ndarray] = {}
         self._premul: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._sprites: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._tiles: OrderedDict[int, np.ndarray] = OrderedDict()
         self._tile_bytes = 0
         self.tile_budget = 48 * 2**20 if tile_cache_mb is None else tile_cache_mb * 2**20
-        self.stats = {"hits": 0, "misses": 0}
+        self.stats = {"hits": 0, "misses": 0, "partial": 0}
+        self.incremental = incremental and fast
+        self.fast = fast  # False: the plain reference path (no tiles, sprites, skipped fills or damage)
+        if not fast:
+            self.frame_cache, self.tile_budget = 0, 0
+        self._last: tuple[np.ndarray, list[tuple]] | None = None
 
     # -- public ----------------------------------------------------------------------------------------
     def render(self, root: Node) -> np.ndarray:
-        """The frame for `root` (H, W, 3) uint8. The array may be shared with the cache: copy before writing."""
-        key = hash(tuple(n.visual_tuple() for n in root.walk()))
+        """The frame for `root` (H, W, 3) uint8. The array may be shared with the cache: copy before writing.
+
+        A frame seen recently is a cache lookup. Otherwise, if the tree differs from the last rendered one
+        in a small region (typing, a toggle, a toast), only that region is repainted over a copy of the last
+        frame: every node crossing it is redrawn clipped to it, in order, over a fresh background, which
+        gives exactly the pixels of a full render."""
+        items = [n.visual_tuple() for n in root.walk()]
+        key = hash(tuple(items))
         frame = self._frames.get(key)
         if frame is not None:
             self._frames.move_to_end(key)
             self.stats["hits"] += 1
+            self._last = (frame, items)
             return frame
         self.stats["misses"] += 1
-        frame = np.empty((self.H, self.W, 3), dtype=np.uint8)
-        self.fill(frame, (0, 0, self.W, self.H), root.bg or (255, 255, 255))
-        self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H))
+        bg = tuple((root.bg or (255, 255, 255))[:3])
+        damage = self._damage(items) if self.incremental else None
+        if damage is not None:
+            self.stats["partial"] += 1
+            frame = self._last[0].copy()
+            self.fill(frame, self.rect(damage), bg)
+            self._draw(frame, root, damage, bg)
+        else:
+            frame = np.empty((self.H, self.W, 3), dtype=np.uint8)
+            self.fill(frame, (0, 0, self.W, self.H), bg)
+            self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
+        self._last = (frame, items)
         if self.frame_cache > 0:
             self._frames[key] = frame
             while len(self._frames) > self.frame_cache:
                 self._frames.popitem(last=False)
         return frame
+
+    def _damage(self, items: list[tuple]) -> Bounds | None:
+        """The bounding box of what changed since the last frame, or None to render in full."""
+        if self._last is None:
+            return None
+        prev = Counter(self._last[1])
+        new = Counter(items)
+        changed = list((prev - new).elements()) + list((new - prev).elements())
+        if not changed:
+            return None
+        x0 = max(0, min(t[0][0] for t in changed))
+        y0 = max(0, min(t[0][1] for t in changed))
+        x1 = min(SCREEN_W, max(t[0][2] for t in changed))
+        y1 = min(SCREEN_H, max(t[0][3] for t in changed))
+        if x1 <= x0 or y1 <= y0:
+            return None
+        if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
+            return None
+        return (x0, y0, x1, y1)
 
     def px(self, v: float) -> int:
         return int(round(v * self.scale))
@@ -115,14 +166,14 @@ class Renderer:
         x0, y0, x1, y1 = max(0, r[0]), max(0, r[1]), min(self.W, r[2]), min(self.H, r[3])
         if x1 > x0 and y1 > y0:
             # Assigning a cached row is ~50x faster than broadcasting a colour tuple over the rectangle.
-            row = self._rows.get(color)
-            if row is None:
-                row = self._rows[color] = np.tile(np.asarray(color[:3], np.uint8), (self.W, 1))
-            frame[y0:y1, x0:x1] = row[: x1 - x0]
+            frame[y0:y1, x0:x1] = self._row(tuple(color[:3]))[: x1 - x0]
 
-    def blit(self, frame: np.ndarray, x: int, y: int, mask: np.ndarray, color, clip) -> None:
+    def blit(self, frame: np.ndarray, x: int, y: int, mask: np.ndarray, color, clip, under=None) -> None:
         """Alpha-blend `color` through `mask` (h, w, 1 uint16 in 0..255) at (x, y), clipped to `clip` px.
-        The mask's inverse and its colour premultiple are cached, so a blit is three in-place array ops."""
+
+        When the caller knows the region is the uniform colour `under`, the pre-composited sprite is copied
+        in: the same pixels, a third of the work. Otherwise the mask's cached inverse and colour premultiple
+        make the blend three in-place array ops."""
         h, w = mask.shape[:2]
         cx0, cy0, cx1, cy1 = clip
         x0, y0 = max(x, cx0, 0), max(y, cy0, 0)
@@ -130,18 +181,47 @@ class Renderer:
         if x1 <= x0 or y1 <= y0:
             return
         color = tuple(color[:3])
+        sl = (slice(y0 - y, y1 - y), slice(x0 - x, x1 - x))
+        sub = frame[y0:y1, x0:x1]
+        if under is not None:
+            key = (id(mask), color, under)
+            sprite = self._sprites.get(key)
+            if sprite is None:
+                if len(self._sprites) > 20_000:
+                    self._sprites.clear()
+                m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
+                base = np.tile(np.asarray(under, np.uint16), w)[None, :]
+                c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
+                sprite = _div255(base * (255 - m3) + c3 * m3 + 127).astype(np.uint8).reshape(h, w, 3)
+                self._sprites[key] = (sprite, mask)  # the mask is kept alive so its id stays unique
+            else:
+                sprite = sprite[0]
+            sub[:] = sprite[sl]
+            return
         pm = self._premul.get((id(mask), color))
         if pm is None:
             if len(self._premul) > 50_000:
                 self._premul.clear()
-            pm = self._premul[(id(mask), color)] = (255 - mask, mask * np.asarray(color, np.uint16) + 127, mask)
+            # Flattened to (h, w*3) so numpy's inner loops run along whole rows, not along 3 channels.
+            m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
+            c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
+            pm = self._premul[(id(mask), color)] = (255 - m3, m3 * c3 + 127, mask)
         inv, cm, _ = pm
-        sl = (slice(y0 - y, y1 - y), slice(x0 - x, x1 - x))
-        sub = frame[y0:y1, x0:x1]
-        t = sub * inv[sl]
-        t += cm[sl]
-        t //= 255
-        sub[:] = t
+        cols = slice((x0 - x) * 3, (x1 - x) * 3)
+        sub2 = sub.reshape(y1 - y0, (x1 - x0) * 3)
+        t = sub2 * inv[sl[0], cols]  # uint16; with the +127 below it stays under 2**16
+        t += cm[sl[0], cols]
+        # exact floor(t / 255) for t < 65535 with shifts (numpy's integer division is several times slower)
+        t += 1
+        t += t >> 8
+        t >>= 8
+        sub2[:] = t
+
+    def _row(self, color: tuple) -> np.ndarray:
+        row = self._rows.get(color)
+        if row is None:
+            row = self._rows[color] = np.tile(np.asarray(color[:3], np.uint8), (self.W, 1))
+        return row
 
     def text_mask(self, text: str, size: int, bold: bool, width: int = 0, lines: int = 1) -> np.ndarray:
         key = ("t", text, size, bold, width if lines > 1 else 0, lines)
@@ -195,7 +275,7 @@ class Renderer:
                                     (cm[:r, :r], cm[:r, r:], cm[r:, :r], cm[r:, r:])]
         return q
 
-    def round_rect(self, frame, r, radius: int, color, clip) -> None:
+    def round_rect(self, frame, r, radius: int, color, clip, under=None) -> None:
         x0, y0, x1, y1 = r
         rad = min(radius, (x1 - x0) // 2, (y1 - y0) // 2)
         if rad <= 1:
@@ -207,7 +287,7 @@ class Renderer:
                       color)
         q = self.corner_quarters(rad)
         for (cx, cy), m in zip(((x0, y0), (x1 - rad, y0), (x0, y1 - rad), (x1 - rad, y1 - rad)), q, strict=True):
-            self.blit(frame, cx, cy, m, color, clip)
+            self.blit(frame, cx, cy, m, color, clip, under)
 
     def icon_layers(self, name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None]]:
         """Masks for an icon at w x h px: [(mask, colour or None for the node's icon colour)]."""
@@ -218,14 +298,16 @@ class Renderer:
         return layers
 
     # -- the tree --------------------------------------------------------------------------------------
-    def _draw(self, frame: np.ndarray, n: Node, clip: Bounds) -> None:
+    def _draw(self, frame: np.ndarray, n: Node, clip: Bounds, under=None) -> None:
+        if not self.fast:
+            under = None
         b = clip_bounds(n.bounds, clip)
         if b[2] <= b[0] or b[3] <= b[1]:
             return
-        if n.tile and b == n.bounds and n.bg is not None and not n.radius:
+        if n.tile and self.fast and b == n.bounds and n.bg is not None and not n.radius:
             self._draw_tile(frame, n, clip)
             return
-        self._draw_node(frame, n, clip, b)
+        self._draw_node(frame, n, clip, b, under)
 
     def _draw_tile(self, frame: np.ndarray, n: Node, clip: Bounds) -> None:
         x0, y0, x1, y1 = self.rect(n.bounds)
@@ -246,22 +328,25 @@ class Renderer:
             _, old = self._tiles.popitem(last=False)
             self._tile_bytes -= old.nbytes
 
-    def _draw_node(self, frame: np.ndarray, n: Node, clip: Bounds, b: Bounds) -> None:
+    def _draw_node(self, frame: np.ndarray, n: Node, clip: Bounds, b: Bounds, under=None) -> None:
+        """Draw one node and its children. `under` is the colour believed to lie beneath (a hint: blits
+        verify it before using a pre-composited sprite)."""
         cpx = self.rect(b)
         full = self.rect(n.bounds)
         if n.dim:
             x0, y0, x1, y1 = cpx
             np.right_shift(frame[y0:y1, x0:x1], 1, out=frame[y0:y1, x0:x1])
+            under = None
         if n.bg is not None:
-            if n.radius:
-                self.round_rect(frame, full, self.px(n.radius), n.bg, cpx)
+            if tuple(n.bg[:3]) == under and not n.radius:
+                pass  # already that colour: skip the fill (frequent for white rows on white screens)
+            elif n.radius:
+                self.round_rect(frame, full, self.px(n.radius), n.bg, cpx, under)
             else:
                 self.fill(frame, cpx, n.bg)
-        if n.border is not None:
-            thick = max(1, self.px(4 if n.focused else 2))
-            x0, y0, x1, y1 = full
-            self.fill(frame, (max(x0, cpx[0]), max(y1 - thick, cpx[1]), min(x1, cpx[2]), min(y1, cpx[3])),
-                      n.border)
+            under = tuple(n.bg[:3])
+        node_under = under  # what lies beneath this node's own pixels
+        own: list[tuple[int, int, int, int]] = []  # pixel rects this node paints over its background
         tx0, ty0, tx1, ty1 = full
         label = n.text if n.text else (n.hint if n.editable else None)
         if n.icon:
@@ -283,8 +368,10 @@ class Renderer:
                 else:
                     isz_w = isz_h = max(1, side)
                     ix, iy = tx0 + (iw - side) // 2, ty0 + (ih - side) // 2
-            for mask, color in self.icon_layers(n.icon, max(1, isz_w), max(1, isz_h)):
-                self.blit(frame, ix, iy, mask, color or n.icon_fg or n.fg, cpx)
+            for k, (mask, color) in enumerate(self.icon_layers(n.icon, max(1, isz_w), max(1, isz_h))):
+                # only the first layer lands on `under`; later layers (a letter on a disc) overlap it
+                self.blit(frame, ix, iy, mask, color or n.icon_fg or n.fg, cpx, under if k == 0 else None)
+            own.append((ix, iy, ix + isz_w, iy + isz_h))
         if label:
             size = max(6, self.px(n.size))
             pad = self.px(n.pad)
@@ -305,10 +392,25 @@ class Renderer:
             if not n.enabled and not n.editable:
                 color = (154, 160, 166)
             tclip = (max(cpx[0], tx0 + pad - 2), cpx[1], min(cpx[2], tx1 - pad + 2), cpx[3])
-            self.blit(frame, x, y, m, color, tclip)
+            self.blit(frame, x, y, m, color, tclip, under)
+            own.append((x, y, x + mw, y + mh))
+        if n.border is not None:  # a bottom rule, drawn after the label so no sprite covers it
+            thick = max(1, self.px(4 if n.focused else 2))
+            x0, y0, x1, y1 = full
+            self.fill(frame, (max(x0, cpx[0]), max(y1 - thick, cpx[1]), min(x1, cpx[2]), min(y1, cpx[3])),
+                      n.border)
+            own.append((x0, y1 - thick, x1, y1))
+        del node_under
         inner = b if n.clip else clip
+        # A child sees `under` only where neither this node's own marks nor an earlier sibling have drawn.
+        drawn = own
         for c in n.children:
-            self._draw(frame, c, inner)
+            cr = self.rect(c.bounds)
+            hidden = under is not None and any(cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3]
+                                               for d in drawn)
+            self._draw(frame, c, inner, None if hidden else under)
+            if c.bg is not None or c.dim or c.children or c.text or c.icon or c.border or c.hint:
+                drawn.append(cr)
 
 
 # -- icons ---------------------------------------------------------------------------------------------

@@ -199,10 +199,8 @@ def hit_test(root: Node, x: int, y: int, want: str = "click") -> Node | None:
 
 
 def screen_key(root: Node, extra: tuple = ()) -> str:
-    """Ground-truth identity of the logical screen: a hash of every non-volatile node's logical fields."""
-    h = hashlib.blake2b(digest_size=12)
-    for n in root.walk():
-        if not n.volatile:
-            h.update(repr(n.logical_tuple()).encode())
-    h.update(repr(extra).encode())
-    return h.hexdigest()
+    """Ground-truth identity of the logical screen: a hash of every non-volatile node's logical fields.
+    Stable across processes and machines (blake2b of a repr, not Python's salted hash)."""
+    parts = [n.logical_tuple() for n in root.walk() if not n.volatile]
+    parts.append(extra)
+    return hashlib.blake2b(repr(parts).encode(), digest_size=12).hexdigest()

@@ -1,6 +1,7 @@
 """Env throughput: expert rollouts over every task through VoyagerEnv, in one process (one core).
 
-Prints steady-state env steps per second (after one warm-up pass over the tasks with other seeds) (the time inside reset/step, rendering and noise included; the expert's own
+Prints steady-state env steps per second, after one warm-up pass over the tasks with other seeds
+(the time inside reset/step, rendering and noise included; the expert's own
 thinking time is reported apart) at full and half render scale and elements-only, and the ratio against a
 real emulator's ~3 s per step, measured as a reference figure in the same units.
 
@@ -18,7 +19,9 @@ import numpy as np
 EMULATOR_S_PER_STEP = 3.0  # AndroidWorld on a real emulator: 2-5 s per agent step
 
 
-def run(scale: float, mode: str, tasks: list[str], seeds: int, noise: str, warmup: int = 1) -> dict[str, float]:
+def run(
+    scale: float, mode: str, tasks: list[str], seeds: int, noise: str, warmup: int = 1
+) -> dict[str, float]:
     """Steady-state throughput: `warmup` seeds first warm the text, tile and frame caches (not counted)."""
     from voyager_gym.env import VoyagerEnv
 
@@ -51,9 +54,15 @@ def run(scale: float, mode: str, tasks: list[str], seeds: int, noise: str, warmu
                 if term or trunc:
                     successes += int(info["success"])
                     break
-    return {"steps": steps, "episodes": episodes, "success": successes / max(1, episodes),
-            "env_steps_per_s": steps / env_time, "expert_ms": 1000 * expert_time / steps,
-            "hits": env.backend.renderer.stats["hits"], "misses": env.backend.renderer.stats["misses"]}
+    return {
+        "steps": steps,
+        "episodes": episodes,
+        "success": successes / max(1, episodes),
+        "env_steps_per_s": steps / env_time,
+        "expert_ms": 1000 * expert_time / steps,
+        "hits": env.backend.renderer.stats["hits"],
+        "misses": env.backend.renderer.stats["misses"],
+    }
 
 
 def main() -> None:
@@ -71,18 +80,30 @@ def main() -> None:
     for _ in range(200):
         frame.copy()
     copy_ms = (time.perf_counter() - t0) / 200 * 1000
-    print(f"{len(tasks)} tasks x {args.seeds} seeds, noise={args.noise}, cpu count {os.cpu_count()} (1 process = 1 core)")
-    print(f"reference: full-frame copy {copy_ms:.2f} ms ({1000 / copy_ms:.0f}/s ceiling); emulator "
-          f"{EMULATOR_S_PER_STEP} s/step ({1 / EMULATOR_S_PER_STEP:.2f} steps/s)")
-    print(f"{'config':<22}{'steps':>7}{'success':>9}{'env steps/s/core':>18}{'x emulator':>12}{'expert ms':>11}"
-          f"{'frame hits':>12}")
-    for label, scale, mode in (("full scale (1.0)", 1.0, "full"), ("half scale (0.5)", 0.5, "full"),
-                               ("elements only", 1.0, "elements")):
+    print(
+        f"{len(tasks)} tasks x {args.seeds} seeds, noise={args.noise}, "
+        f"cpu count {os.cpu_count()} (1 process = 1 core)"
+    )
+    print(
+        f"reference: full-frame copy {copy_ms:.2f} ms ({1000 / copy_ms:.0f}/s ceiling); emulator "
+        f"{EMULATOR_S_PER_STEP} s/step ({1 / EMULATOR_S_PER_STEP:.2f} steps/s)"
+    )
+    print(
+        f"{'config':<22}{'steps':>7}{'success':>9}{'env steps/s/core':>18}{'x emulator':>12}{'expert ms':>11}"
+        f"{'frame hits':>12}"
+    )
+    for label, scale, mode in (
+        ("full scale (1.0)", 1.0, "full"),
+        ("half scale (0.5)", 0.5, "full"),
+        ("elements only", 1.0, "elements"),
+    ):
         r = run(scale, mode, tasks, args.seeds, args.noise)
         ratio = r["env_steps_per_s"] * EMULATOR_S_PER_STEP
         hit = r["hits"] / max(1, r["hits"] + r["misses"])
-        print(f"{label:<22}{r['steps']:>7}{r['success']:>9.2f}{r['env_steps_per_s']:>18.0f}{ratio:>11.0f}x"
-              f"{r['expert_ms']:>11.2f}{hit:>12.0%}")
+        print(
+            f"{label:<22}{r['steps']:>7}{r['success']:>9.2f}{r['env_steps_per_s']:>18.0f}{ratio:>11.0f}x"
+            f"{r['expert_ms']:>11.2f}{hit:>12.0%}"
+        )
 
 
 if __name__ == "__main__":

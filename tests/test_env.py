@@ -58,7 +58,7 @@ def test_running_out_of_steps_truncates_with_zero():
     _, info = env.reset(seed=0, options={"task": "SystemWifiTurnOn"})
     assert info["max_steps"] == 10
     env.backend.phone.dev.settings["wifi_on"] = 1  # solved, but the agent never says so
-    for i in range(10):
+    for _ in range(10):
         _, r, term, trunc, _ = env.step('{"action_type": "wait"}')
         assert r == 0.0 and not term
     assert trunc
@@ -66,8 +66,18 @@ def test_running_out_of_steps_truncates_with_zero():
         env.step('{"action_type": "wait"}')
 
 
-@pytest.mark.parametrize("bad", ["", "nonsense", '{"action_type": "click", "index": 999}', "{'a':", None, 42,
-                                 '{"action_type": "open_app", "app_name": "Snapchat"}'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "nonsense",
+        '{"action_type": "click", "index": 999}',
+        "{'a':",
+        None,
+        42,
+        '{"action_type": "open_app", "app_name": "Snapchat"}',
+    ],
+)
 def test_malformed_actions_are_invalid_not_exceptions(bad):
     env = VoyagerEnv(render_scale=0.1, noise="none")
     env.reset(seed=0, options={"task": TASK})
@@ -84,12 +94,18 @@ def test_backend_error_ends_episode_as_errored():
 
     env.backend.execute = boom
     _, r, term, _, info = env.step('{"action_type": "wait"}')
-    assert term and info["errored"] and np.isnan(info["score"]) and r == 0.0 and "emulator died" in info["error"]
+    assert (
+        term and info["errored"] and np.isnan(info["score"]) and r == 0.0 and "emulator died" in info["error"]
+    )
 
 
 def test_same_seed_same_actions_same_pixels_and_elements():
-    actions = ['{"action_type": "open_app", "app_name": "settings"}', '{"action_type": "click", "index": 3}',
-               '{"action_type": "scroll", "direction": "down"}', '{"action_type": "navigate_back"}']
+    actions = [
+        '{"action_type": "open_app", "app_name": "settings"}',
+        '{"action_type": "click", "index": 3}',
+        '{"action_type": "scroll", "direction": "down"}',
+        '{"action_type": "navigate_back"}',
+    ]
     runs = []
     for _ in range(2):
         env = VoyagerEnv(render_scale=0.25, noise="heavy")
@@ -145,8 +161,13 @@ def test_vector_group_runs_one_instance(mode):
         act = ['{"action_type": "open_app", "app_name": "settings"}'] * 3
         obs, r, term, trunc, infos = envs.step(act)
         assert len(set(infos["screen_key"])) == 1 and not term.any()
-        obs, r, term, trunc, infos = envs.step(['{"action_type": "status", "goal_status": "complete"}',
-                                               '{"action_type": "wait"}', '{"action_type": "wait"}'])
+        obs, r, term, trunc, infos = envs.step(
+            [
+                '{"action_type": "status", "goal_status": "complete"}',
+                '{"action_type": "wait"}',
+                '{"action_type": "wait"}',
+            ]
+        )
         assert list(term) == [True, False, False]
         # autoreset is disabled: the rollout resets the finished env itself with a mask
         obs, infos = group_reset(envs, inst, seed=20, mask=np.array([True, False, False]))

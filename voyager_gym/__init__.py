@@ -1,4 +1,4 @@
-"""voyager-gym: AndroidWorld as a vectorized Gymnasium env with verifier rewards (SimDroid offline by default)."""
+"""voyager-gym: AndroidWorld as a vectorized Gymnasium env with verifier rewards (SimDroid by default)."""
 
 from gymnasium.envs.registration import register, registry
 
@@ -8,7 +8,11 @@ from voyager_gym.observation import BoundingBox, UIElement
 __version__ = "0.1.0"
 
 if "voyager_gym/SimDroid-v0" not in registry:
-    register(id="voyager_gym/SimDroid-v0", entry_point="voyager_gym.env:VoyagerEnv",
-             kwargs={"backend": "simdroid"}, disable_env_checker=False)
+    register(
+        id="voyager_gym/SimDroid-v0",
+        entry_point="voyager_gym.env:VoyagerEnv",
+        kwargs={"backend": "simdroid"},
+        disable_env_checker=False,
+    )
 
 __all__ = ["Action", "ActionError", "BoundingBox", "UIElement", "parse_action", "try_parse_action"]

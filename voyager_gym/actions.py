@@ -29,8 +29,19 @@ ANSWER = "answer"
 UNKNOWN = "unknown"
 
 ACTION_TYPES: tuple[str, ...] = (
-    CLICK, DOUBLE_TAP, LONG_PRESS, SCROLL, SWIPE, INPUT_TEXT, KEYBOARD_ENTER,
-    NAVIGATE_HOME, NAVIGATE_BACK, OPEN_APP, WAIT, STATUS, ANSWER,
+    CLICK,
+    DOUBLE_TAP,
+    LONG_PRESS,
+    SCROLL,
+    SWIPE,
+    INPUT_TEXT,
+    KEYBOARD_ENTER,
+    NAVIGATE_HOME,
+    NAVIGATE_BACK,
+    OPEN_APP,
+    WAIT,
+    STATUS,
+    ANSWER,
 )
 DIRECTIONS = ("up", "down", "left", "right")
 GOAL_STATUSES = ("complete", "infeasible")
@@ -38,10 +49,23 @@ FIELDS = ("action_type", "index", "x", "y", "text", "direction", "goal_status", 
 
 # Spellings LLM agents commonly print for the same action; mapped to AndroidWorld's names.
 _TYPE_ALIASES = {
-    "tap": CLICK, "press": CLICK, "type": INPUT_TEXT, "input": INPUT_TEXT, "type_text": INPUT_TEXT,
-    "back": NAVIGATE_BACK, "press_back": NAVIGATE_BACK, "home": NAVIGATE_HOME, "press_home": NAVIGATE_HOME,
-    "enter": KEYBOARD_ENTER, "press_enter": KEYBOARD_ENTER, "launch_app": OPEN_APP, "open": OPEN_APP,
-    "doubletap": DOUBLE_TAP, "double_click": DOUBLE_TAP, "longpress": LONG_PRESS, "long_click": LONG_PRESS,
+    "tap": CLICK,
+    "press": CLICK,
+    "type": INPUT_TEXT,
+    "input": INPUT_TEXT,
+    "type_text": INPUT_TEXT,
+    "back": NAVIGATE_BACK,
+    "press_back": NAVIGATE_BACK,
+    "home": NAVIGATE_HOME,
+    "press_home": NAVIGATE_HOME,
+    "enter": KEYBOARD_ENTER,
+    "press_enter": KEYBOARD_ENTER,
+    "launch_app": OPEN_APP,
+    "open": OPEN_APP,
+    "doubletap": DOUBLE_TAP,
+    "double_click": DOUBLE_TAP,
+    "longpress": LONG_PRESS,
+    "long_click": LONG_PRESS,
 }
 
 
@@ -167,8 +191,13 @@ def _normalise_fields(d: Any) -> dict[str, Any]:
         out["direction"] = out["direction"].strip().lower()
     if out["goal_status"] is not None:
         gs = out["goal_status"].strip().lower()
-        out["goal_status"] = {"task_complete": "complete", "completed": "complete", "success": "complete",
-                              "task_impossible": "infeasible", "impossible": "infeasible"}.get(gs, gs)
+        out["goal_status"] = {
+            "task_complete": "complete",
+            "completed": "complete",
+            "success": "complete",
+            "task_impossible": "infeasible",
+            "impossible": "infeasible",
+        }.get(gs, gs)
     ct = d.get("clear_text")
     if ct is not None and not isinstance(ct, bool):
         if ct in (0, 1, "true", "false", "True", "False"):
@@ -233,9 +262,9 @@ def parse_action(text: str | dict | Action) -> Action:
         raise ActionError(f"expected action text (str), dict or Action, got {type(text).__name__}")
     s = text.strip()
     if not s:
-        raise ActionError("empty action text; expected a JSON action such as {\"action_type\": \"wait\"}")
+        raise ActionError('empty action text; expected a JSON action such as {"action_type": "wait"}')
     labels = list(_ACTION_LABEL.finditer(s))
-    region = s[labels[-1].end():] if labels else s
+    region = s[labels[-1].end() :] if labels else s
     fences = _FENCE.findall(region)
     if fences:
         region = fences[-1]

@@ -81,12 +81,22 @@ def cmd_play(args: argparse.Namespace) -> int:
     print(f"{args.task} (seed {args.seed}): {run.goal}")
     for i, a in enumerate(run.actions):
         print(f"  {i:2d} {a.to_json()}")
-    print(f"score {run.score} in {run.steps}/{run.max_steps} steps; wrote {len(imgs)} PNGs and episode.gif to {out}")
+    print(
+        f"score {run.score} in {run.steps}/{run.max_steps} steps; "
+        f"wrote {len(imgs)} PNGs and episode.gif to {out}"
+    )
     return 0 if run.score == 1.0 else 1
 
 
-DEMO_TASKS = ("TurnOffWifiAndTurnOnBluetooth", "SystemCopyToClipboard", "MarkorCreateNote", "ExpenseDeleteSingle",
-              "SimpleCalendarAddOneEvent", "ContactsAddContact", "BrowserMaze")
+DEMO_TASKS = (
+    "TurnOffWifiAndTurnOnBluetooth",
+    "SystemCopyToClipboard",
+    "MarkorCreateNote",
+    "ExpenseDeleteSingle",
+    "SimpleCalendarAddOneEvent",
+    "ContactsAddContact",
+    "BrowserMaze",
+)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -95,8 +105,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     names = [t for t in (args.tasks.split(",") if args.tasks else DEMO_TASKS) if t in TASKS]
     rc = 0
     for name in names:
-        ns = argparse.Namespace(task=name, seed=args.seed, out=str(Path(args.out) / name), scale=args.scale,
-                                noise=args.noise)
+        ns = argparse.Namespace(
+            task=name, seed=args.seed, out=str(Path(args.out) / name), scale=args.scale, noise=args.noise
+        )
         rc |= cmd_play(ns)
     summary = {"tasks": names, "out": str(args.out)}
     print(json.dumps(summary))

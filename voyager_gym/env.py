@@ -1,11 +1,9 @@
-"""VoyagerEnv: an AndroidWorld phone (SimDroid or the real emulator) as a Gymnasium env with verifier rewards.
-
-Episode rules are AndroidWorld's: the step budget is `int(10 * complexity)`; the reward is the verifier's score
-(0..1, composites pay 0.5 a part) and is paid only when the agent ends with a `status` action; running out of
-steps scores 0 (truncated); a backend error ends the episode as errored (`info["errored"]`, score NaN) so that
-statistics can exclude it. Malformed action text is an *invalid action*: the step is used, nothing happens,
-`info["invalid_action"]` says why.
-"""
+"""VoyagerEnv: an AndroidWorld phone (SimDroid or the real emulator) as a Gymnasium env with verifier
+rewards. Episode rules are AndroidWorld's: the step budget is `int(10 * complexity)`; the reward is the
+verifier's score (0..1, composites pay 0.5 a part) and is paid only when the agent ends with a `status`
+action; running out of steps scores 0 (truncated); a backend error ends the episode as errored
+(`info["errored"]`, score NaN) so that statistics can exclude it. Malformed action text is an *invalid
+action*: the step is used, nothing happens, `info["invalid_action"]` says why."""
 
 from __future__ import annotations
 
@@ -35,7 +33,9 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
 
         return SimDroidBackend(**kwargs)
     if backend == "androidworld":
-        raise NotImplementedError("the AndroidWorld backend is not built yet (see README: unfinished features)")
+        raise NotImplementedError(
+            "the AndroidWorld backend is not built yet (see README: unfinished features)"
+        )
     raise ValueError(f"unknown backend {backend!r}; expected 'simdroid' or 'androidworld'")
 
 
@@ -54,9 +54,17 @@ class VoyagerEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
-    def __init__(self, backend: str | Backend = "simdroid", tasks: list[str] | None = None,
-                 render_scale: float = 1.0, noise: Any = "default", observation_mode: str = "full",
-                 render_mode: str | None = None, max_steps: int | None = None, **backend_kwargs: Any):
+    def __init__(
+        self,
+        backend: str | Backend = "simdroid",
+        tasks: list[str] | None = None,
+        render_scale: float = 1.0,
+        noise: Any = "default",
+        observation_mode: str = "full",
+        render_mode: str | None = None,
+        max_steps: int | None = None,
+        **backend_kwargs: Any,
+    ):
         if observation_mode not in ("full", "elements"):
             raise ValueError(f"observation_mode must be 'full' or 'elements', got {observation_mode!r}")
         if render_mode not in (None, "rgb_array"):
@@ -104,7 +112,9 @@ class VoyagerEnv(gym.Env):
         options = dict(options or {})
         unknown = set(options) - {"task", "params", "instance_seed"}
         if unknown:
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed")
+            raise ValueError(
+                f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed"
+            )
         name = options.get("task")
         if name is None:
             name = self.tasks[int(self.np_random.integers(len(self.tasks)))]
@@ -159,8 +169,12 @@ class VoyagerEnv(gym.Env):
         truncated = not terminated and self._steps >= self._max_steps
         self._done = terminated or truncated
         obs = self._observe() if not errored else self._last_obs()
-        info = self._info(score=score, success=bool(score >= 1.0) if not errored else False, invalid=invalid,
-                          errored=errored)
+        info = self._info(
+            score=score,
+            success=bool(score >= 1.0) if not errored else False,
+            invalid=invalid,
+            errored=errored,
+        )
         info["action"] = act.to_dict() if act is not None else None
         return obs, float(reward), terminated, truncated, info
 
@@ -196,16 +210,26 @@ class VoyagerEnv(gym.Env):
     def _last_obs(self) -> dict[str, Any]:
         obs: dict[str, Any] = {}
         if self.observation_mode == "full":
-            obs["pixels"] = self._last_pixels if self._last_pixels is not None else np.zeros(self.pixel_shape,
-                                                                                             np.uint8)
+            obs["pixels"] = (
+                self._last_pixels if self._last_pixels is not None else np.zeros(self.pixel_shape, np.uint8)
+            )
         obs["ui_elements"] = tuple(self._elements)
         obs["goal"] = self.goal
         return obs
 
     def _info(self, score: float, success: bool, invalid: str | None, errored: bool) -> dict[str, Any]:
-        info = {"task": self.task_name, "goal": self.goal, "params": dict(self.params or {}), "score": score,
-                "success": success, "invalid_action": invalid, "errored": errored, "screen_key": self._screen_key,
-                "step": self._steps, "max_steps": self._max_steps}
+        info = {
+            "task": self.task_name,
+            "goal": self.goal,
+            "params": dict(self.params or {}),
+            "score": score,
+            "success": success,
+            "invalid_action": invalid,
+            "errored": errored,
+            "screen_key": self._screen_key,
+            "step": self._steps,
+            "max_steps": self._max_steps,
+        }
         if errored:
             info["error"] = getattr(self, "_error", "")
         return info

@@ -89,9 +89,18 @@ class UIElement:
             parts.append(f'desc="{self.content_description}"')
         if self.hint_text and not self.text:
             parts.append(f'hint="{self.hint_text}"')
-        flags = [n for n, v in (("clickable", self.is_clickable), ("editable", self.is_editable),
-                                ("scrollable", self.is_scrollable), ("checked", self.is_checked),
-                                ("focused", self.is_focused), ("selected", self.is_selected)) if v]
+        flags = [
+            n
+            for n, v in (
+                ("clickable", self.is_clickable),
+                ("editable", self.is_editable),
+                ("scrollable", self.is_scrollable),
+                ("checked", self.is_checked),
+                ("focused", self.is_focused),
+                ("selected", self.is_selected),
+            )
+            if v
+        ]
         if self.is_checkable and not self.is_checked:
             flags.append("unchecked")
         if flags:
@@ -119,9 +128,12 @@ class UIElementSpace(spaces.Space):
         x0, y0 = int(r.integers(0, 1000)), int(r.integers(0, 2300))
         words = ["OK", "Cancel", "Settings", "Search", "Save", None]
         return UIElement(
-            text=words[int(r.integers(len(words)))], class_name="android.widget.TextView",
-            bbox_pixels=BoundingBox(x0, x0 + 80, y0, y0 + 100), is_clickable=bool(r.integers(2)),
-            is_enabled=True, is_visible=True,
+            text=words[int(r.integers(len(words)))],
+            class_name="android.widget.TextView",
+            bbox_pixels=BoundingBox(x0, x0 + 80, y0, y0 + 100),
+            is_clickable=bool(r.integers(2)),
+            is_enabled=True,
+            is_visible=True,
         )
 
     def contains(self, x: Any) -> bool:

@@ -1,9 +1,8 @@
-"""Task suites with AndroidWorld's instance seeding, disjoint train and eval splits, and a training generator.
-
-AndroidWorld seeds instance i of task `name` in a suite with seed `s` as int(sha256(f"{s}_{name}_{i}")) % 2**32
-and runs `generate_random_params` after seeding; its default suite seed is 30. Our eval split uses exactly that
-scheme; train instances use other suite seeds and never share an instance seed with the eval split.
-"""
+"""Task suites with AndroidWorld's instance seeding, disjoint train and eval splits, and a training
+generator. AndroidWorld seeds instance i of task `name` in a suite with seed `s` as
+int(sha256(f"{s}_{name}_{i}")) % 2**32 and runs `generate_random_params` after seeding; its default suite
+seed is 30. Our eval split uses exactly that scheme; train instances use other suite seeds and never share
+an instance seed with the eval split."""
 
 from __future__ import annotations
 
@@ -45,13 +44,21 @@ def _backend(backend: Backend | None) -> Backend:
     return SimDroidBackend(render_scale=0.1, noise="none")
 
 
-def eval_suite(tasks: list[str] | None = None, n_per_task: int = 1, suite_seed: int = EVAL_SUITE_SEED,
-               backend: Backend | None = None) -> list[TaskInstance]:
+def eval_suite(
+    tasks: list[str] | None = None,
+    n_per_task: int = 1,
+    suite_seed: int = EVAL_SUITE_SEED,
+    backend: Backend | None = None,
+) -> list[TaskInstance]:
     """The held-out instances: AndroidWorld's suite (seed 30, `n_per_task` combinations per task)."""
     b = _backend(backend)
     names = tasks or b.task_names
-    return [TaskInstance(n, i, s, b.generate_params(n, s))
-            for n in names for i in range(n_per_task) for s in [instance_seed(suite_seed, n, i)]]
+    return [
+        TaskInstance(n, i, s, b.generate_params(n, s))
+        for n in names
+        for i in range(n_per_task)
+        for s in [instance_seed(suite_seed, n, i)]
+    ]
 
 
 def eval_seeds(tasks: list[str], n_per_task: int, suite_seed: int = EVAL_SUITE_SEED) -> set[int]:
@@ -62,8 +69,14 @@ class TrainGenerator:
     """Yields training instances forever (or `limit` of them), cycling tasks in a seeded order, never
     producing an instance seed that belongs to the eval split (`exclude_n` eval instances per task)."""
 
-    def __init__(self, tasks: list[str] | None = None, seed: int = 0, backend: Backend | None = None,
-                 exclude_n: int = 16, eval_suite_seed: int = EVAL_SUITE_SEED):
+    def __init__(
+        self,
+        tasks: list[str] | None = None,
+        seed: int = 0,
+        backend: Backend | None = None,
+        exclude_n: int = 16,
+        eval_suite_seed: int = EVAL_SUITE_SEED,
+    ):
         self.backend = _backend(backend)
         self.tasks = list(tasks or self.backend.task_names)
         self.seed = seed

@@ -18,7 +18,9 @@ from voyager_gym.suites import TaskInstance
 ENV_ID = "voyager_gym/SimDroid-v0"
 
 
-def make_vec(num_envs: int, mode: str = "sync", env_id: str = ENV_ID, **env_kwargs: Any) -> gym.vector.VectorEnv:
+def make_vec(
+    num_envs: int, mode: str = "sync", env_id: str = ENV_ID, **env_kwargs: Any
+) -> gym.vector.VectorEnv:
     """`gymnasium.make_vec` with shared_memory off (async) and autoreset DISABLED."""
     if mode not in ("sync", "async"):
         raise ValueError(f"vectorization mode must be 'sync' or 'async', got {mode!r}")
@@ -27,14 +29,19 @@ def make_vec(num_envs: int, mode: str = "sync", env_id: str = ENV_ID, **env_kwar
         vector_kwargs["shared_memory"] = False
     import voyager_gym  # noqa: F401  (registers the env ids)
 
-    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs,
-                        **env_kwargs)
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, **env_kwargs
+    )
 
 
-def group_reset(envs: gym.vector.VectorEnv, instance: TaskInstance, seed: int | None = None,
-                mask: np.ndarray | None = None):
+def group_reset(
+    envs: gym.vector.VectorEnv,
+    instance: TaskInstance,
+    seed: int | None = None,
+    mask: np.ndarray | None = None,
+):
     """Reset every sub-env (or those in `mask`) to the same task instance. Each sub-env gets its own seed
-    (seed + i), so screen noise differs across the group while the task, its parameters and data are shared."""
+    (seed + i), so screen noise differs across the group while the task, its params and data are shared."""
     seeds = None if seed is None else [seed + i for i in range(envs.num_envs)]
     options: dict[str, Any] = instance.options()
     if mask is not None:

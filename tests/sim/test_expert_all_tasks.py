@@ -14,8 +14,10 @@ SEEDS = range(20)
 def test_expert_solves_every_seed(backend, name):
     for seed in SEEDS:
         run = run_expert(backend, name, instance_seed=1000 + seed)
-        assert run.score == 1.0, (f"{name} seed {1000 + seed}: expert scored {run.score} in {run.steps}/"
-                                  f"{run.max_steps} steps; goal {run.goal!r}; actions {[str(a) for a in run.actions]}")
+        assert run.score == 1.0, (
+            f"{name} seed {1000 + seed}: expert scored {run.score} in {run.steps}/"
+            f"{run.max_steps} steps; goal {run.goal!r}; actions {[str(a) for a in run.actions]}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

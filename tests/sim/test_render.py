@@ -52,8 +52,12 @@ def test_caches_never_change_pixels():
     b = SimDroidBackend(render_scale=0.5, noise="none")
     _start(b)
     screens = []
-    for a in (Action("open_app", app_name="Settings"), Action("scroll", direction="down"),
-              Action("scroll", direction="up"), Action("navigate_home")):
+    for a in (
+        Action("open_app", app_name="Settings"),
+        Action("scroll", direction="down"),
+        Action("scroll", direction="up"),
+        Action("navigate_home"),
+    ):
         b.execute(a)
         screens.append(b.phone.root())
         _frame(b)
@@ -70,8 +74,10 @@ def test_render_scale_changes_size_not_content():
 
 
 def test_mid_transition_frames_blend_old_and_new():
-    b = SimDroidBackend(render_scale=0.25, noise={"clock": False, "caret": False, "notifications": 0.0,
-                                                  "toasts": 0.0, "transitions": 1.0})
+    b = SimDroidBackend(
+        render_scale=0.25,
+        noise={"clock": False, "caret": False, "notifications": 0.0, "toasts": 0.0, "transitions": 1.0},
+    )
     clean = SimDroidBackend(render_scale=0.25, noise="none")
     for x in (b, clean):
         _start(x)
@@ -87,11 +93,31 @@ def test_mid_transition_frames_blend_old_and_new():
 
 def test_cli_render_and_play(tmp_path, capsys):
     out = tmp_path / "s.png"
-    assert main(["render", "SystemCopyToClipboard", "--seed", "2", "--steps", "1",
-                 "--action", '{"action_type": "click", "index": 3}', "--out", str(out), "--scale", "0.5"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "SystemCopyToClipboard",
+                "--seed",
+                "2",
+                "--steps",
+                "1",
+                "--action",
+                '{"action_type": "click", "index": 3}',
+                "--out",
+                str(out),
+                "--scale",
+                "0.5",
+            ]
+        )
+        == 0
+    )
     img = Image.open(out)
     assert img.size == (540, 1200)
-    assert main(["play", "SystemWifiTurnOn", "--seed", "3", "--out", str(tmp_path / "play"), "--scale", "0.25"]) == 0
+    assert (
+        main(["play", "SystemWifiTurnOn", "--seed", "3", "--out", str(tmp_path / "play"), "--scale", "0.25"])
+        == 0
+    )
     pngs = sorted((tmp_path / "play").glob("step_*.png"))
     assert len(pngs) >= 3 and (tmp_path / "play" / "episode.gif").exists()
     assert "score 1.0" in capsys.readouterr().out
@@ -123,8 +149,10 @@ def test_each_noise_source_alone_changes_pixels_only():
 def test_status_bar_clock_ticks_only_with_clock_noise():
     texts = {}
     for clock in (True, False):
-        b = SimDroidBackend(render_scale=0.25, noise={"clock": clock, "caret": False, "notifications": 0.0,
-                                                      "toasts": 0.0, "transitions": 0.0})
+        b = SimDroidBackend(
+            render_scale=0.25,
+            noise={"clock": clock, "caret": False, "notifications": 0.0, "toasts": 0.0, "transitions": 0.0},
+        )
         _start(b)
         for _ in range(15):
             b.execute(Action("wait"))

@@ -29,3 +29,17 @@ def test_fast_renderer_matches_reference_on_every_task(scale):
                 b.execute(a)
     assert checked > 500
     assert b.renderer.stats["partial"] > 0 and b.renderer.stats["hits"] > 0
+
+
+def test_every_node_has_integer_bounds():
+    """The renderer slices pixels with node bounds at scale 1.0: every app must lay out in whole pixels."""
+    b = SimDroidBackend(render_scale=0.1, noise="none")
+    for name in sorted(TASKS):
+        b.reset(name, b.generate_params(name, 0), np.random.default_rng(0))
+        for _ in range(b.task_info(name)["max_steps"]):
+            for n in b.phone.root().walk():
+                assert all(type(v) is int for v in n.bounds), f"{name}: {n.cls} bounds {n.bounds}"
+            a = b.expert_action()
+            if a.action_type == "status":
+                break
+            b.execute(a)

@@ -21,11 +21,17 @@ def test_wifi_counts_1_or_2_as_on(backend):
     assert backend.score() == 1.0
 
 
-@pytest.mark.parametrize("name,key,miss", [
-    ("SystemBluetoothTurnOn", "bluetooth_on", 0), ("SystemBluetoothTurnOff", "bluetooth_on", 1),
-    ("SystemWifiTurnOff", "wifi_on", 2), ("SystemBrightnessMax", "screen_brightness", 254),
-    ("SystemBrightnessMin", "screen_brightness", 2), ("SystemBrightnessMaxVerify", "screen_brightness", 250),
-])
+@pytest.mark.parametrize(
+    "name,key,miss",
+    [
+        ("SystemBluetoothTurnOn", "bluetooth_on", 0),
+        ("SystemBluetoothTurnOff", "bluetooth_on", 1),
+        ("SystemWifiTurnOff", "wifi_on", 2),
+        ("SystemBrightnessMax", "screen_brightness", 254),
+        ("SystemBrightnessMin", "screen_brightness", 2),
+        ("SystemBrightnessMaxVerify", "screen_brightness", 250),
+    ],
+)
 def test_toggle_near_misses_fail(backend, name, key, miss):
     dev = start(backend, name)
     dev.settings[key] = miss

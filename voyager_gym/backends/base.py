@@ -44,7 +44,7 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def execute(self, action: Action) -> None:
-        """Carry out an action. Raise ActionError if it cannot be (invalid); anything else is a device error."""
+        """Carry out an action. ActionError: it cannot be (invalid); any other exception: device error."""
 
     @abc.abstractmethod
     def score(self) -> float:
@@ -53,5 +53,5 @@ class Backend(abc.ABC):
     def expert_action(self) -> Action:
         raise NotImplementedError(f"{type(self).__name__} has no expert")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to release
         """Release the device."""

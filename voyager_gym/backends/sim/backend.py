@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from voyager_gym.actions import Action, ActionError
+from voyager_gym.actions import Action
 from voyager_gym.backends.base import Backend
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise
@@ -53,8 +53,12 @@ class SimDroidBackend(Backend):
 
     def task_info(self, name: str) -> dict[str, Any]:
         cls = self.task_cls(name)
-        return {"name": name, "app_names": cls.app_names, "complexity": cls.complexity,
-                "max_steps": int(10 * cls.complexity)}
+        return {
+            "name": name,
+            "app_names": cls.app_names,
+            "complexity": cls.complexity,
+            "max_steps": int(10 * cls.complexity),
+        }
 
     def generate_params(self, name: str, instance_seed: int) -> dict[str, Any]:
         cls = self.task_cls(name)

@@ -32,16 +32,35 @@ class FileEntry:
 @dataclasses.dataclass
 class DeviceState:
     time_ms: int = START_MS
-    settings: dict[str, Any] = dataclasses.field(default_factory=lambda: {
-        "wifi_on": 1, "bluetooth_on": 0, "screen_brightness": 102, "airplane_mode_on": 0,
-        "mobile_data_on": 1, "location_on": 1, "dark_mode": 0, "time_12_24": 24,
-    })
+    settings: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: {
+            "wifi_on": 1,
+            "bluetooth_on": 0,
+            "screen_brightness": 102,
+            "airplane_mode_on": 0,
+            "mobile_data_on": 1,
+            "location_on": 1,
+            "dark_mode": 0,
+            "time_12_24": 24,
+        }
+    )
     files: dict[str, FileEntry] = dataclasses.field(default_factory=dict)
-    dirs: set[str] = dataclasses.field(default_factory=lambda: {
-        SDCARD, f"{SDCARD}/Download", f"{SDCARD}/Documents", f"{SDCARD}/DCIM", f"{SDCARD}/Pictures",
-        f"{SDCARD}/Music", f"{SDCARD}/Movies", f"{SDCARD}/Recordings", f"{SDCARD}/Alarms",
-        f"{SDCARD}/Notifications", f"{SDCARD}/Podcasts", f"{SDCARD}/Ringtones",
-    })
+    dirs: set[str] = dataclasses.field(
+        default_factory=lambda: {
+            SDCARD,
+            f"{SDCARD}/Download",
+            f"{SDCARD}/Documents",
+            f"{SDCARD}/DCIM",
+            f"{SDCARD}/Pictures",
+            f"{SDCARD}/Music",
+            f"{SDCARD}/Movies",
+            f"{SDCARD}/Recordings",
+            f"{SDCARD}/Alarms",
+            f"{SDCARD}/Notifications",
+            f"{SDCARD}/Podcasts",
+            f"{SDCARD}/Ringtones",
+        }
+    )
     contacts: list[dict[str, str]] = dataclasses.field(default_factory=list)
     sms: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # address, body, time_ms, box, read
     db: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)

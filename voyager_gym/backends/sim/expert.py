@@ -22,8 +22,14 @@ class ExpertRun:
     frames: list[np.ndarray]
 
 
-def run_expert(backend: SimDroidBackend, name: str, instance_seed: int = 0, pixels: bool = False,
-               env_seed: int = 0, params: dict[str, Any] | None = None) -> ExpertRun:
+def run_expert(
+    backend: SimDroidBackend,
+    name: str,
+    instance_seed: int = 0,
+    pixels: bool = False,
+    env_seed: int = 0,
+    params: dict[str, Any] | None = None,
+) -> ExpertRun:
     """Roll the expert out on one task instance with AndroidWorld's episode rules: the score counts only if
     the expert ends with `status` within `int(10 * complexity)` steps."""
     params = params if params is not None else backend.generate_params(name, instance_seed)

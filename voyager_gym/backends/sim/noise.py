@@ -18,12 +18,21 @@ from voyager_gym.backends.sim.render import Renderer, font
 from voyager_gym.backends.sim.widgets import SCREEN_W, STATUS_H, Node
 
 _NOTIFY = (
-    ("Messages", "New message from Alex"), ("Gmail", "Your weekly digest is ready"),
-    ("Calendar", "Standup in 10 minutes"), ("Play Store", "3 apps updated"),
-    ("Photos", "Backup complete"), ("Clock", "Alarm set for 07:00"),
+    ("Messages", "New message from Alex"),
+    ("Gmail", "Your weekly digest is ready"),
+    ("Calendar", "Standup in 10 minutes"),
+    ("Play Store", "3 apps updated"),
+    ("Photos", "Backup complete"),
+    ("Clock", "Alarm set for 07:00"),
 )
-_TOASTS = ("Battery saver is on", "Connected to Wi-Fi", "Screenshot saved", "Syncing...", "Copied to clipboard",
-           "No internet connection")
+_TOASTS = (
+    "Battery saver is on",
+    "Connected to Wi-Fi",
+    "Screenshot saved",
+    "Syncing...",
+    "Copied to clipboard",
+    "No internet connection",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,8 +112,11 @@ def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np
                 lines = (n.text or "").count("\n") if n.lines > 1 else 0
                 line_h = int(size * 1.3)
                 cy0 = y0 + r.px(n.pad) + lines * line_h if n.lines > 1 else (y0 + y1) // 2 - size // 2 - 2
-                r.fill(frame, (min(tx, x1 - 3), max(cy0, y0), min(tx + max(2, r.px(4)), x1), min(cy0 + line_h, y1)),
-                       (26, 115, 232))
+                r.fill(
+                    frame,
+                    (min(tx, x1 - 3), max(cy0, y0), min(tx + max(2, r.px(4)), x1), min(cy0 + line_h, y1)),
+                    (26, 115, 232),
+                )
                 break
     if nd.notif_icon:
         s = r.px(48)
@@ -115,10 +127,22 @@ def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np
         box = (r.px(36), r.px(STATUS_H + 12), r.px(SCREEN_W - 36), r.px(STATUS_H + 232))
         r.round_rect(frame, box, r.px(36), (250, 250, 250), full)
         r.fill(frame, (box[0], box[3] - 2, box[2], box[3]), (200, 200, 200))
-        r.blit(frame, box[0] + r.px(48), box[1] + r.px(36), r.text_mask(app, max(6, r.px(34)), True), (95, 99, 104),
-               full)
-        r.blit(frame, box[0] + r.px(48), box[1] + r.px(110), r.text_mask(msg, max(6, r.px(42)), False), (32, 33, 36),
-               full)
+        r.blit(
+            frame,
+            box[0] + r.px(48),
+            box[1] + r.px(36),
+            r.text_mask(app, max(6, r.px(34)), True),
+            (95, 99, 104),
+            full,
+        )
+        r.blit(
+            frame,
+            box[0] + r.px(48),
+            box[1] + r.px(110),
+            r.text_mask(msg, max(6, r.px(42)), False),
+            (32, 33, 36),
+            full,
+        )
     if nd.toast >= 0:
         text = _TOASTS[nd.toast]
         m = r.text_mask(text, max(6, r.px(38)), False)
@@ -131,13 +155,14 @@ def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np
 
 
 def blend(prev: np.ndarray, cur: np.ndarray, w_prev: float, scratch: np.ndarray | None = None) -> np.ndarray:
-    """A screenshot caught mid-transition: about w_prev of the previous frame (quantised to quarters, which
-    shifts compute exactly and fast), the rest of the new one. `scratch` (same shape) avoids an allocation."""
+    """A screenshot caught mid-transition, written into `cur`: about w_prev of the previous frame (quantised
+    to quarters, which shifts compute exactly and fast), the rest of the new one. `scratch` avoids an
+    allocation (fresh frame-sized memory costs more to touch than the arithmetic)."""
     q = min(3, max(1, int(round(w_prev * 4))))
-    out = np.right_shift(cur, 2)
-    out *= 4 - q
+    np.right_shift(cur, 2, out=cur)
+    cur *= 4 - q
     tmp = scratch if scratch is not None and scratch.shape == prev.shape else np.empty_like(prev)
     np.right_shift(prev, 2, out=tmp)
     tmp *= q
-    out += tmp
-    return out
+    cur += tmp
+    return cur

@@ -135,8 +135,14 @@ class Phone:
                     m.field = None
                     m.a11y = False
             app_layer.add(*below)
-            scrim = Node(w.VIEW, bounds=(0, STATUS_H, SCREEN_W, CONTENT_BOTTOM), dim=True, rid="modal_scrim",
-                         a11y=False, absorb=True)
+            scrim = Node(
+                w.VIEW,
+                bounds=(0, STATUS_H, SCREEN_W, CONTENT_BOTTOM),
+                dim=True,
+                rid="modal_scrim",
+                a11y=False,
+                absorb=True,
+            )
             top_ui = self.ui_for(pkg, top)
 
             def dismiss() -> None:
@@ -158,9 +164,19 @@ class Phone:
         if self.dev.toast:
             tw = min(SCREEN_W - 160, 120 + 22 * len(self.dev.toast))
             y1 = CONTENT_BOTTOM - (KEYBOARD_H if top.focus is not None else 0) - 120
-            root.add(Node("android.widget.Toast", text=self.dev.toast, package=pkg,
-                          bounds=((SCREEN_W - tw) // 2, y1 - 110, (SCREEN_W + tw) // 2, y1), bg=(60, 64, 67),
-                          radius=55, fg=(255, 255, 255), size=38, align="center"))
+            root.add(
+                Node(
+                    "android.widget.Toast",
+                    text=self.dev.toast,
+                    package=pkg,
+                    bounds=((SCREEN_W - tw) // 2, y1 - 110, (SCREEN_W + tw) // 2, y1),
+                    bg=(60, 64, 67),
+                    radius=55,
+                    fg=(255, 255, 255),
+                    size=38,
+                    align="center",
+                )
+            )
         return root
 
     def clock_text(self) -> str:
@@ -171,10 +187,27 @@ class Phone:
 
     def _status_bar(self) -> Node:
         s = self.dev.settings
-        bar = Node(w.FRAME, bounds=(0, 0, SCREEN_W, STATUS_H), bg=(241, 243, 244), package=SYSTEMUI, a11y=False,
-                   absorb=True, rid="com.android.systemui:id/status_bar", tile=True)
-        bar.add(Node(w.TEXT, text=self.clock_text(), bounds=(48, 0, 240, STATUS_H), size=38, package=SYSTEMUI,
-                     volatile=True, rid="com.android.systemui:id/clock"))
+        bar = Node(
+            w.FRAME,
+            bounds=(0, 0, SCREEN_W, STATUS_H),
+            bg=(241, 243, 244),
+            package=SYSTEMUI,
+            a11y=False,
+            absorb=True,
+            rid="com.android.systemui:id/status_bar",
+            tile=True,
+        )
+        bar.add(
+            Node(
+                w.TEXT,
+                text=self.clock_text(),
+                bounds=(48, 0, 240, STATUS_H),
+                size=38,
+                package=SYSTEMUI,
+                volatile=True,
+                rid="com.android.systemui:id/clock",
+            )
+        )
         x = SCREEN_W - 48
         icons = [("battery", "Battery 100 percent.")]
         if s.get("wifi_on"):
@@ -184,27 +217,63 @@ class Phone:
         if s.get("airplane_mode_on"):
             icons.append(("airplane", "Airplane mode on."))
         for icon, desc in icons:
-            bar.add(Node(w.IMAGE, desc=desc, icon=icon, icon_fg=(60, 64, 67), bounds=(x - 64, 16, x, 80),
-                         package=SYSTEMUI))
+            bar.add(
+                Node(
+                    w.IMAGE,
+                    desc=desc,
+                    icon=icon,
+                    icon_fg=(60, 64, 67),
+                    bounds=(x - 64, 16, x, 80),
+                    package=SYSTEMUI,
+                )
+            )
             x -= 84
         return bar
 
     def _nav_bar(self) -> Node:
-        bar = Node(w.FRAME, bounds=(0, SCREEN_H - NAV_H, SCREEN_W, SCREEN_H), bg=(241, 243, 244),
-                   package=SYSTEMUI, a11y=False, absorb=True, rid="com.android.systemui:id/navigation_bar", tile=True)
+        bar = Node(
+            w.FRAME,
+            bounds=(0, SCREEN_H - NAV_H, SCREEN_W, SCREEN_H),
+            bg=(241, 243, 244),
+            package=SYSTEMUI,
+            a11y=False,
+            absorb=True,
+            rid="com.android.systemui:id/navigation_bar",
+            tile=True,
+        )
         y0, y1 = SCREEN_H - NAV_H + 6, SCREEN_H - 6
-        for cx, desc, icon, handler in ((270, "Back", "nav_back", self.back),
-                                        (540, "Home", "nav_home", self.go_home),
-                                        (810, "Overview", "nav_recents", None)):
-            bar.add(Node(w.IMAGE_BUTTON, desc=desc, icon=icon, icon_fg=(60, 64, 67),
-                         bounds=(cx - 100, y0, cx + 100, y1), clickable=handler is not None, on_click=handler,
-                         package=SYSTEMUI, rid=f"com.android.systemui:id/{desc.lower()}"))
+        for cx, desc, icon, handler in (
+            (270, "Back", "nav_back", self.back),
+            (540, "Home", "nav_home", self.go_home),
+            (810, "Overview", "nav_recents", None),
+        ):
+            bar.add(
+                Node(
+                    w.IMAGE_BUTTON,
+                    desc=desc,
+                    icon=icon,
+                    icon_fg=(60, 64, 67),
+                    bounds=(cx - 100, y0, cx + 100, y1),
+                    clickable=handler is not None,
+                    on_click=handler,
+                    package=SYSTEMUI,
+                    rid=f"com.android.systemui:id/{desc.lower()}",
+                )
+            )
         return bar
 
     def _keyboard(self) -> Node:
         y0 = CONTENT_BOTTOM - KEYBOARD_H
-        kb = Node(w.FRAME, bounds=(0, y0, SCREEN_W, CONTENT_BOTTOM), bg=(232, 234, 237), package=IME, a11y=False,
-                  absorb=True, rid="keyboard", tile=True)
+        kb = Node(
+            w.FRAME,
+            bounds=(0, y0, SCREEN_W, CONTENT_BOTTOM),
+            bg=(232, 234, 237),
+            package=IME,
+            a11y=False,
+            absorb=True,
+            rid="keyboard",
+            tile=True,
+        )
         shift = bool(self.dev.data(IME).get("shift"))
         row_h = (KEYBOARD_H - 60) // 4
         for r, row in enumerate(KEY_ROWS):
@@ -218,12 +287,27 @@ class Phone:
                 x = 0
             for ch, kwid in zip(row, widths, strict=True):
                 label = {"^": "shift", "<": "delete", "@": "?123", ">": "enter", " ": "space"}.get(ch, ch)
-                shown = {"^": None, "<": None, "@": "?123", ">": None, " ": None}.get(ch, ch.upper() if shift else ch)
+                shown = {"^": None, "<": None, "@": "?123", ">": None, " ": None}.get(
+                    ch, ch.upper() if shift else ch
+                )
                 icon = {"^": "kb_shift", "<": "kb_del", ">": "kb_enter"}.get(ch)
-                kb.add(Node(w.BUTTON, text=shown, desc=label, bounds=(x + 8, y + 10, x + kwid - 8, y + row_h - 10),
-                            bg=(255, 255, 255) if ch not in "^<@>" else (189, 193, 198), radius=14, size=44,
-                            align="center", package=IME, a11y=False, icon=icon, icon_fg=(60, 64, 67),
-                            on_click=(lambda c=ch: self._key(c))))
+                kb.add(
+                    Node(
+                        w.BUTTON,
+                        text=shown,
+                        desc=label,
+                        bounds=(x + 8, y + 10, x + kwid - 8, y + row_h - 10),
+                        bg=(255, 255, 255) if ch not in "^<@>" else (189, 193, 198),
+                        radius=14,
+                        size=44,
+                        align="center",
+                        package=IME,
+                        a11y=False,
+                        icon=icon,
+                        icon_fg=(60, 64, 67),
+                        on_click=(lambda c=ch: self._key(c)),
+                    )
+                )
                 x += kwid
         return kb
 
@@ -264,8 +348,10 @@ class Phone:
         if a.index is not None:
             nodes = self.element_nodes()
             if a.index >= len(nodes):
-                raise ActionError(f"index {a.index} is out of range: the screen has {len(nodes)} elements "
-                                  f"(0..{len(nodes) - 1})")
+                raise ActionError(
+                    f"index {a.index} is out of range: the screen has {len(nodes)} elements "
+                    f"(0..{len(nodes) - 1})"
+                )
             return nodes[a.index].center
         if a.x is not None and a.y is not None:
             if not (0 <= a.x < SCREEN_W and 0 <= a.y < SCREEN_H):
@@ -310,8 +396,10 @@ class Phone:
             elif t == A.OPEN_APP:
                 app = self.find_app(a.app_name or "")
                 if app is None:
-                    raise ActionError(f"unknown app {a.app_name!r}; installed apps: "
-                                      + ", ".join(sorted(x.name for x in APPS.values() if x.on_launcher)))
+                    raise ActionError(
+                        f"unknown app {a.app_name!r}; installed apps: "
+                        + ", ".join(sorted(x.name for x in APPS.values() if x.on_launcher))
+                    )
                 self.go_home()
                 self.launch(app.package)
             elif t == A.ANSWER:

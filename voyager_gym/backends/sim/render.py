@@ -1,7 +1,7 @@
 """Draws SimDroid's widget tree to RGB pixels, fast.
 
-Rasterising text is most of the cost of a frame, so every glyph run, icon and rounded corner is rasterised once
-into an alpha mask and cached; a frame is solid fills plus alpha blits of cached masks, done with numpy.
+Rasterising text is most of the cost of a frame, so every glyph run, icon and rounded corner is rasterised
+once into an alpha mask and cached; a frame is solid fills plus alpha blits of cached masks, done with numpy.
 Whole frames are cached too, keyed by the tree's visual content, so revisiting a screen costs a lookup.
 Only called when pixels are asked for.
 """
@@ -43,7 +43,7 @@ _MALLOC_TUNED = False
 def _keep_frames_on_heap() -> None:
     """Ask glibc to serve frame-sized arrays from the heap and keep freed memory there. By default every
     7.8 MB frame is a fresh mmap whose pages fault in on first write, which costs more than drawing the frame
-    (a full-frame copy: ~1.2 ms with page faults, ~0.4 ms without). Process-wide, harmless, Linux/glibc only."""
+    (a full-frame copy: ~1.2 ms with page faults, ~0.4 ms without). Process-wide, harmless, glibc only."""
     global _MALLOC_TUNED
     if _MALLOC_TUNED:
         return
@@ -75,8 +75,14 @@ def _as_mask(img: Image.Image) -> np.ndarray:
 class Renderer:
     """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
 
-    def __init__(self, scale: float = 1.0, frame_cache: int = 16, tile_cache_mb: int | None = None,
-                 incremental: bool = True, fast: bool = True):
+    def __init__(
+        self,
+        scale: float = 1.0,
+        frame_cache: int = 16,
+        tile_cache_mb: int | None = None,
+        incremental: bool = True,
+        fast: bool = True,
+    ):
         if not (0.05 <= scale <= 2.0):
             raise ValueError(f"render scale must be in [0.05, 2.0], got {scale}")
         self.scale = scale
@@ -90,6 +96,7 @@ class Renderer:
         self._rows: dict[tuple, np.ndarray] = {}
         self._premul: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._sprites: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._blanks: dict[tuple, np.ndarray] = {}
         self._tiles: OrderedDict[int, np.ndarray] = OrderedDict()
         self._tile_bytes = 0
         self.tile_budget = 48 * 2**20 if tile_cache_mb is None else tile_cache_mb * 2**20
@@ -125,8 +132,12 @@ class Renderer:
             self.fill(frame, self.rect(damage), bg)
             self._draw(frame, root, damage, bg)
         else:
-            frame = np.empty((self.H, self.W, 3), dtype=np.uint8)
-            self.fill(frame, (0, 0, self.W, self.H), bg)
+            # Copying a cached blank frame is several times faster than filling freshly allocated memory.
+            blank = self._blanks.get(bg)
+            if blank is None:
+                blank = self._blanks[bg] = np.empty((self.H, self.W, 3), dtype=np.uint8)
+                self.fill(blank, (0, 0, self.W, self.H), bg)
+            frame = blank.copy()
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
         self._last = (frame, items)
@@ -156,10 +167,13 @@ class Renderer:
         return (x0, y0, x1, y1)
 
     def px(self, v: float) -> int:
-        return int(round(v * self.scale))
+        return int(round(v * self.scale)) if self.scale != 1.0 else int(v)
 
     def rect(self, b: Bounds) -> tuple[int, int, int, int]:
-        return self.px(b[0]), self.px(b[1]), self.px(b[2]), self.px(b[3])
+        if self.scale == 1.0:
+            return b
+        s = self.scale
+        return int(round(b[0] * s)), int(round(b[1] * s)), int(round(b[2] * s)), int(round(b[3] * s))
 
     # -- drawing primitives ----------------------------------------------------------------------------
     def fill(self, frame: np.ndarray, r: tuple[int, int, int, int], color) -> None:
@@ -271,8 +285,9 @@ class Renderer:
         q = self._masks.get(key)
         if q is None:
             cm = self.corner_mask(r)
-            q = self._masks[key] = [np.ascontiguousarray(a) for a in
-                                    (cm[:r, :r], cm[:r, r:], cm[r:, :r], cm[r:, r:])]
+            q = self._masks[key] = [
+                np.ascontiguousarray(a) for a in (cm[:r, :r], cm[:r, r:], cm[r:, :r], cm[r:, r:])
+            ]
         return q
 
     def round_rect(self, frame, r, radius: int, color, clip, under=None) -> None:
@@ -282,11 +297,20 @@ class Renderer:
             cr = (max(x0, clip[0]), max(y0, clip[1]), min(x1, clip[2]), min(y1, clip[3]))
             self.fill(frame, cr, color)
             return
-        for rr in ((x0 + rad, y0, x1 - rad, y1), (x0, y0 + rad, x0 + rad, y1 - rad), (x1 - rad, y0 + rad, x1, y1 - rad)):
-            self.fill(frame, (max(rr[0], clip[0]), max(rr[1], clip[1]), min(rr[2], clip[2]), min(rr[3], clip[3])),
-                      color)
+        for rr in (
+            (x0 + rad, y0, x1 - rad, y1),
+            (x0, y0 + rad, x0 + rad, y1 - rad),
+            (x1 - rad, y0 + rad, x1, y1 - rad),
+        ):
+            self.fill(
+                frame,
+                (max(rr[0], clip[0]), max(rr[1], clip[1]), min(rr[2], clip[2]), min(rr[3], clip[3])),
+                color,
+            )
         q = self.corner_quarters(rad)
-        for (cx, cy), m in zip(((x0, y0), (x1 - rad, y0), (x0, y1 - rad), (x1 - rad, y1 - rad)), q, strict=True):
+        for (cx, cy), m in zip(
+            ((x0, y0), (x1 - rad, y0), (x0, y1 - rad), (x1 - rad, y1 - rad)), q, strict=True
+        ):
             self.blit(frame, cx, cy, m, color, clip, under)
 
     def icon_layers(self, name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None]]:
@@ -313,8 +337,17 @@ class Renderer:
         x0, y0, x1, y1 = self.rect(n.bounds)
         x0, y0, x1, y1 = max(0, x0), max(0, y0), min(self.W, x1), min(self.H, y1)
         # the pixel origin's sub-pixel phase changes rounding, so it is part of the key
-        key = hash((n.tile_key(), x1 - x0, y1 - y0, self.rect(n.bounds)[0] - x0, self.rect(n.bounds)[1] - y0,
-                    (n.bounds[0] * self.scale) % 1, (n.bounds[1] * self.scale) % 1))
+        key = hash(
+            (
+                n.tile_key(),
+                x1 - x0,
+                y1 - y0,
+                self.rect(n.bounds)[0] - x0,
+                self.rect(n.bounds)[1] - y0,
+                (n.bounds[0] * self.scale) % 1,
+                (n.bounds[1] * self.scale) % 1,
+            )
+        )
         tile = self._tiles.get(key)
         if tile is not None and tile.shape[:2] == (y1 - y0, x1 - x0):
             self._tiles.move_to_end(key)
@@ -397,8 +430,9 @@ class Renderer:
         if n.border is not None:  # a bottom rule, drawn after the label so no sprite covers it
             thick = max(1, self.px(4 if n.focused else 2))
             x0, y0, x1, y1 = full
-            self.fill(frame, (max(x0, cpx[0]), max(y1 - thick, cpx[1]), min(x1, cpx[2]), min(y1, cpx[3])),
-                      n.border)
+            self.fill(
+                frame, (max(x0, cpx[0]), max(y1 - thick, cpx[1]), min(x1, cpx[2]), min(y1, cpx[3])), n.border
+            )
             own.append((x0, y1 - thick, x1, y1))
         del node_under
         inner = b if n.clip else clip
@@ -406,8 +440,9 @@ class Renderer:
         drawn = own
         for c in n.children:
             cr = self.rect(c.bounds)
-            hidden = under is not None and any(cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3]
-                                               for d in drawn)
+            hidden = under is not None and any(
+                cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn
+            )
             self._draw(frame, c, inner, None if hidden else under)
             if c.bg is not None or c.dim or c.children or c.text or c.icon or c.border or c.hint:
                 drawn.append(cr)
@@ -447,8 +482,13 @@ def _draw_icon(name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None
         ld.text(((W - tw) / 2, H * 0.2), letter, fill=255, font=f)
         return [(done(img), None), (done(letter_img), (255, 255, 255))]
     if name in ("check_on", "check_off"):
-        d.rounded_rectangle((W * 0.15, H * 0.15, W * 0.85, H * 0.85), radius=W * 0.08, outline=255, width=lw,
-                            fill=255 if name == "check_on" else 0)
+        d.rounded_rectangle(
+            (W * 0.15, H * 0.15, W * 0.85, H * 0.85),
+            radius=W * 0.08,
+            outline=255,
+            width=lw,
+            fill=255 if name == "check_on" else 0,
+        )
         layers = [(done(img), None)]
         if name == "check_on":
             ck, cd = canvas()
@@ -456,50 +496,128 @@ def _draw_icon(name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None
             layers.append((done(ck), (255, 255, 255)))
         return layers
     shapes = {
-        "back": lambda: d.line([(W * 0.8, H / 2), (W * 0.2, H / 2), (W * 0.45, H * 0.25), (W * 0.2, H / 2),
-                                (W * 0.45, H * 0.75)], fill=255, width=lw, joint="curve"),
-        "nav_back": lambda: d.polygon([(W * 0.3, H / 2), (W * 0.65, H * 0.25), (W * 0.65, H * 0.75)], outline=255,
-                                      width=lw),
+        "back": lambda: d.line(
+            [
+                (W * 0.8, H / 2),
+                (W * 0.2, H / 2),
+                (W * 0.45, H * 0.25),
+                (W * 0.2, H / 2),
+                (W * 0.45, H * 0.75),
+            ],
+            fill=255,
+            width=lw,
+            joint="curve",
+        ),
+        "nav_back": lambda: d.polygon(
+            [(W * 0.3, H / 2), (W * 0.65, H * 0.25), (W * 0.65, H * 0.75)], outline=255, width=lw
+        ),
         "nav_home": lambda: d.ellipse((W * 0.3, H * 0.25, W * 0.7, H * 0.75), outline=255, width=lw),
         "nav_recents": lambda: d.rectangle((W * 0.35, H * 0.3, W * 0.65, H * 0.7), outline=255, width=lw),
-        "add": lambda: (d.line([(W / 2, H * 0.2), (W / 2, H * 0.8)], fill=255, width=lw),
-                        d.line([(W * 0.2, H / 2), (W * 0.8, H / 2)], fill=255, width=lw)),
-        "close": lambda: (d.line([(W * 0.25, H * 0.25), (W * 0.75, H * 0.75)], fill=255, width=lw),
-                          d.line([(W * 0.75, H * 0.25), (W * 0.25, H * 0.75)], fill=255, width=lw)),
-        "check": lambda: d.line([(W * 0.2, H * 0.5), (W * 0.42, H * 0.72), (W * 0.8, H * 0.3)], fill=255, width=lw),
-        "search": lambda: (d.ellipse((W * 0.2, H * 0.2, W * 0.6, H * 0.6), outline=255, width=lw),
-                           d.line([(W * 0.55, H * 0.55), (W * 0.8, H * 0.8)], fill=255, width=lw)),
-        "more": lambda: [d.ellipse((W / 2 - lw, H * f - lw, W / 2 + lw, H * f + lw), fill=255)
-                         for f in (0.25, 0.5, 0.75)],
-        "menu": lambda: [d.line([(W * 0.2, H * f), (W * 0.8, H * f)], fill=255, width=lw) for f in (0.3, 0.5, 0.7)],
-        "delete": lambda: (d.rectangle((W * 0.3, H * 0.35, W * 0.7, H * 0.8), outline=255, width=lw),
-                           d.line([(W * 0.22, H * 0.28), (W * 0.78, H * 0.28)], fill=255, width=lw)),
+        "add": lambda: (
+            d.line([(W / 2, H * 0.2), (W / 2, H * 0.8)], fill=255, width=lw),
+            d.line([(W * 0.2, H / 2), (W * 0.8, H / 2)], fill=255, width=lw),
+        ),
+        "close": lambda: (
+            d.line([(W * 0.25, H * 0.25), (W * 0.75, H * 0.75)], fill=255, width=lw),
+            d.line([(W * 0.75, H * 0.25), (W * 0.25, H * 0.75)], fill=255, width=lw),
+        ),
+        "check": lambda: d.line(
+            [(W * 0.2, H * 0.5), (W * 0.42, H * 0.72), (W * 0.8, H * 0.3)], fill=255, width=lw
+        ),
+        "search": lambda: (
+            d.ellipse((W * 0.2, H * 0.2, W * 0.6, H * 0.6), outline=255, width=lw),
+            d.line([(W * 0.55, H * 0.55), (W * 0.8, H * 0.8)], fill=255, width=lw),
+        ),
+        "more": lambda: [
+            d.ellipse((W / 2 - lw, H * f - lw, W / 2 + lw, H * f + lw), fill=255) for f in (0.25, 0.5, 0.75)
+        ],
+        "menu": lambda: [
+            d.line([(W * 0.2, H * f), (W * 0.8, H * f)], fill=255, width=lw) for f in (0.3, 0.5, 0.7)
+        ],
+        "delete": lambda: (
+            d.rectangle((W * 0.3, H * 0.35, W * 0.7, H * 0.8), outline=255, width=lw),
+            d.line([(W * 0.22, H * 0.28), (W * 0.78, H * 0.28)], fill=255, width=lw),
+        ),
         "edit": lambda: d.line([(W * 0.25, H * 0.75), (W * 0.75, H * 0.25)], fill=255, width=lw * 2),
-        "folder": lambda: d.polygon([(W * 0.1, H * 0.25), (W * 0.4, H * 0.25), (W * 0.5, H * 0.35),
-                                     (W * 0.9, H * 0.35), (W * 0.9, H * 0.8), (W * 0.1, H * 0.8)], fill=255),
-        "file": lambda: d.polygon([(W * 0.25, H * 0.1), (W * 0.6, H * 0.1), (W * 0.75, H * 0.25),
-                                   (W * 0.75, H * 0.9), (W * 0.25, H * 0.9)], outline=255, width=lw),
+        "folder": lambda: d.polygon(
+            [
+                (W * 0.1, H * 0.25),
+                (W * 0.4, H * 0.25),
+                (W * 0.5, H * 0.35),
+                (W * 0.9, H * 0.35),
+                (W * 0.9, H * 0.8),
+                (W * 0.1, H * 0.8),
+            ],
+            fill=255,
+        ),
+        "file": lambda: d.polygon(
+            [
+                (W * 0.25, H * 0.1),
+                (W * 0.6, H * 0.1),
+                (W * 0.75, H * 0.25),
+                (W * 0.75, H * 0.9),
+                (W * 0.25, H * 0.9),
+            ],
+            outline=255,
+            width=lw,
+        ),
         "battery": lambda: d.rectangle((W * 0.3, H * 0.15, W * 0.7, H * 0.9), fill=255),
         "wifi": lambda: d.pieslice((0, H * 0.1, W, H * 1.7), 225, 315, fill=255),
-        "bluetooth": lambda: d.line([(W * 0.3, H * 0.3), (W * 0.7, H * 0.7), (W * 0.5, H * 0.9), (W * 0.5, H * 0.1),
-                                     (W * 0.7, H * 0.3), (W * 0.3, H * 0.7)], fill=255, width=lw),
-        "airplane": lambda: d.polygon([(W / 2, H * 0.1), (W * 0.9, H * 0.6), (W / 2, H * 0.5), (W * 0.1, H * 0.6)],
-                                      fill=255),
+        "bluetooth": lambda: d.line(
+            [
+                (W * 0.3, H * 0.3),
+                (W * 0.7, H * 0.7),
+                (W * 0.5, H * 0.9),
+                (W * 0.5, H * 0.1),
+                (W * 0.7, H * 0.3),
+                (W * 0.3, H * 0.7),
+            ],
+            fill=255,
+            width=lw,
+        ),
+        "airplane": lambda: d.polygon(
+            [(W / 2, H * 0.1), (W * 0.9, H * 0.6), (W / 2, H * 0.5), (W * 0.1, H * 0.6)], fill=255
+        ),
         "play": lambda: d.polygon([(W * 0.3, H * 0.2), (W * 0.8, H / 2), (W * 0.3, H * 0.8)], fill=255),
-        "pause": lambda: (d.rectangle((W * 0.28, H * 0.2, W * 0.42, H * 0.8), fill=255),
-                          d.rectangle((W * 0.58, H * 0.2, W * 0.72, H * 0.8), fill=255)),
+        "pause": lambda: (
+            d.rectangle((W * 0.28, H * 0.2, W * 0.42, H * 0.8), fill=255),
+            d.rectangle((W * 0.58, H * 0.2, W * 0.72, H * 0.8), fill=255),
+        ),
         "stop": lambda: d.rectangle((W * 0.25, H * 0.25, W * 0.75, H * 0.75), fill=255),
         "record": lambda: d.ellipse((W * 0.2, H * 0.2, W * 0.8, H * 0.8), fill=255),
-        "send": lambda: d.polygon([(W * 0.15, H * 0.2), (W * 0.85, H / 2), (W * 0.15, H * 0.8), (W * 0.25, H / 2)],
-                                  fill=255),
-        "person": lambda: (d.ellipse((W * 0.35, H * 0.15, W * 0.65, H * 0.45), fill=255),
-                           d.pieslice((W * 0.15, H * 0.5, W * 0.85, H * 1.2), 180, 360, fill=255)),
-        "kb_shift": lambda: d.polygon([(W / 2, H * 0.25), (W * 0.75, H * 0.55), (W * 0.25, H * 0.55)], outline=255,
-                                      width=lw),
-        "kb_del": lambda: d.polygon([(W * 0.2, H / 2), (W * 0.4, H * 0.3), (W * 0.8, H * 0.3), (W * 0.8, H * 0.7),
-                                     (W * 0.4, H * 0.7)], outline=255, width=lw),
-        "kb_enter": lambda: d.line([(W * 0.75, H * 0.3), (W * 0.75, H * 0.6), (W * 0.25, H * 0.6), (W * 0.4, H * 0.45),
-                                    (W * 0.25, H * 0.6), (W * 0.4, H * 0.75)], fill=255, width=lw),
+        "send": lambda: d.polygon(
+            [(W * 0.15, H * 0.2), (W * 0.85, H / 2), (W * 0.15, H * 0.8), (W * 0.25, H / 2)], fill=255
+        ),
+        "person": lambda: (
+            d.ellipse((W * 0.35, H * 0.15, W * 0.65, H * 0.45), fill=255),
+            d.pieslice((W * 0.15, H * 0.5, W * 0.85, H * 1.2), 180, 360, fill=255),
+        ),
+        "kb_shift": lambda: d.polygon(
+            [(W / 2, H * 0.25), (W * 0.75, H * 0.55), (W * 0.25, H * 0.55)], outline=255, width=lw
+        ),
+        "kb_del": lambda: d.polygon(
+            [
+                (W * 0.2, H / 2),
+                (W * 0.4, H * 0.3),
+                (W * 0.8, H * 0.3),
+                (W * 0.8, H * 0.7),
+                (W * 0.4, H * 0.7),
+            ],
+            outline=255,
+            width=lw,
+        ),
+        "kb_enter": lambda: d.line(
+            [
+                (W * 0.75, H * 0.3),
+                (W * 0.75, H * 0.6),
+                (W * 0.25, H * 0.6),
+                (W * 0.4, H * 0.45),
+                (W * 0.25, H * 0.6),
+                (W * 0.4, H * 0.75),
+            ],
+            fill=255,
+            width=lw,
+        ),
     }
     draw = shapes.get(name)
     if draw is not None:

@@ -138,41 +138,103 @@ class UI:
         self.screen.focus = None
 
     # -- builders --------------------------------------------------------------------------------------
-    def text(self, text: str | None, bounds: w.Bounds, size: int = 40, fg=INK, bold: bool = False,
-             align: str = "left", rid: str | None = None, lines: int = 1, **kw: Any) -> Node:
-        return Node(w.TEXT, text=text, bounds=bounds, size=size, fg=fg, bold=bold, align=align, rid=rid,
-                    lines=lines, **kw)
+    def text(
+        self,
+        text: str | None,
+        bounds: w.Bounds,
+        size: int = 40,
+        fg=INK,
+        bold: bool = False,
+        align: str = "left",
+        rid: str | None = None,
+        lines: int = 1,
+        **kw: Any,
+    ) -> Node:
+        return Node(
+            w.TEXT,
+            text=text,
+            bounds=bounds,
+            size=size,
+            fg=fg,
+            bold=bold,
+            align=align,
+            rid=rid,
+            lines=lines,
+            **kw,
+        )
 
-    def app_bar(self, title: str, back: bool = True,
-                actions: Sequence[tuple[str, str, Callable[[], Any] | None]] = (),
-                color: tuple[int, int, int] | None = None) -> Node:
+    def app_bar(
+        self,
+        title: str,
+        back: bool = True,
+        actions: Sequence[tuple[str, str, Callable[[], Any] | None]] = (),
+        color: tuple[int, int, int] | None = None,
+    ) -> Node:
         """Toolbar with an optional Navigate-up button, a title and icon actions (desc, icon, handler)."""
         y0, y1 = self.top, self.top + APPBAR_H
-        bar = Node(w.VIEW_GROUP, bounds=(0, y0, SCREEN_W, y1), bg=color or self.app.color,
-                   rid=f"{self.app.package}:id/toolbar", tile=True)
+        bar = Node(
+            w.VIEW_GROUP,
+            bounds=(0, y0, SCREEN_W, y1),
+            bg=color or self.app.color,
+            rid=f"{self.app.package}:id/toolbar",
+            tile=True,
+        )
         x = 24
         if back:
-            bar.add(Node(w.IMAGE_BUTTON, desc="Navigate up", bounds=(x, y0 + 24, x + 120, y1 - 24),
-                         clickable=True, icon="back", icon_fg=WHITE, on_click=self.pop))
+            bar.add(
+                Node(
+                    w.IMAGE_BUTTON,
+                    desc="Navigate up",
+                    bounds=(x, y0 + 24, x + 120, y1 - 24),
+                    clickable=True,
+                    icon="back",
+                    icon_fg=WHITE,
+                    on_click=self.pop,
+                )
+            )
             x += 144
         else:
             x = PAD
         xr = SCREEN_W - 24
         for desc, icon, handler in reversed(list(actions)):
-            bar.add(Node(w.IMAGE_BUTTON, desc=desc, bounds=(xr - 120, y0 + 24, xr, y1 - 24), clickable=True,
-                         icon=icon, icon_fg=WHITE, on_click=handler))
+            bar.add(
+                Node(
+                    w.IMAGE_BUTTON,
+                    desc=desc,
+                    bounds=(xr - 120, y0 + 24, xr, y1 - 24),
+                    clickable=True,
+                    icon=icon,
+                    icon_fg=WHITE,
+                    on_click=handler,
+                )
+            )
             xr -= 132
-        bar.children.insert(0 if not back else 1,
-                            Node(w.TEXT, text=title, bounds=(x, y0, xr, y1), size=54, fg=WHITE,
-                                 rid=f"{self.app.package}:id/toolbar_title"))
+        bar.children.insert(
+            0 if not back else 1,
+            Node(
+                w.TEXT,
+                text=title,
+                bounds=(x, y0, xr, y1),
+                size=54,
+                fg=WHITE,
+                rid=f"{self.app.package}:id/toolbar_title",
+            ),
+        )
         return bar
 
     def below_bar(self) -> int:
         return self.top + APPBAR_H
 
-    def list(self, key: str, rows: Sequence[tuple[int, Callable[[w.Bounds], Node]]],
-             y0: int | None = None, y1: int | None = None, x0: int = 0, x1: int = SCREEN_W,
-             empty: str | None = None) -> Node:
+    def list(
+        self,
+        key: str,
+        rows: Sequence[tuple[int, Callable[[w.Bounds], Node]]],
+        y0: int | None = None,
+        y1: int | None = None,
+        x0: int = 0,
+        x1: int = SCREEN_W,
+        empty: str | None = None,
+    ) -> Node:
         """A vertically scrolling list. `rows` are (height, build(bounds) -> Node); only rows that intersect
         the viewport are built. The offset lives in `screen.scroll[key]` and is clamped here."""
         y0 = self.below_bar() if y0 is None else y0
@@ -182,12 +244,19 @@ class UI:
         max_off = max(0, total - view_h)
         off = min(max(0, self.screen.scroll.get(key, 0)), max_off)
         self.screen.scroll[key] = off
-        lst = Node(w.RECYCLER, bounds=(x0, y0, x1, y1), scrollable=max_off > 0, clip=True,
-                   rid=f"{self.app.package}:id/{key}")
+        lst = Node(
+            w.RECYCLER,
+            bounds=(x0, y0, x1, y1),
+            scrollable=max_off > 0,
+            clip=True,
+            rid=f"{self.app.package}:id/{key}",
+        )
         if max_off > 0:
             screen = self.screen
 
-            def on_scroll(direction: str, _key=key, _max=max_off, _step=max(1, view_h // 2)) -> None:
+            step = max(1, view_h // 2)  # AndroidWorld scrolls from the centre to the edge: half a viewport
+
+            def on_scroll(direction: str, _key=key, _max=max_off, _step=step) -> None:
                 cur = screen.scroll.get(_key, 0)
                 if direction == "down":
                     screen.scroll[_key] = min(_max, cur + _step)
@@ -204,54 +273,113 @@ class UI:
             lst.add(self.text(empty, (x0 + PAD, y0 + 80, x1 - PAD, y0 + 200), fg=HINT, align="center"))
         return lst
 
-    def item(self, title: str, bounds: w.Bounds, on_click: Callable[[], Any] | None = None,
-             subtitle: str | None = None, on_long_click: Callable[[], Any] | None = None,
-             icon: str | None = None, rid: str | None = None, selected: bool = False,
-             trailing: Node | None = None, desc: str | None = None) -> Node:
+    def item(
+        self,
+        title: str,
+        bounds: w.Bounds,
+        on_click: Callable[[], Any] | None = None,
+        subtitle: str | None = None,
+        on_long_click: Callable[[], Any] | None = None,
+        icon: str | None = None,
+        rid: str | None = None,
+        selected: bool = False,
+        trailing: Node | None = None,
+        desc: str | None = None,
+    ) -> Node:
         """A list row: optional leading icon, title, optional subtitle, optional trailing widget."""
         x0, y0, x1, y1 = bounds
-        row = Node(w.LINEAR, bounds=bounds, clickable=on_click is not None, on_click=on_click,
-                   long_clickable=on_long_click is not None, on_long_click=on_long_click,
-                   bg=(210, 227, 252) if selected else WHITE, selected=selected, border=LIGHT, desc=desc,
-                   tile=True)
+        row = Node(
+            w.LINEAR,
+            bounds=bounds,
+            clickable=on_click is not None,
+            on_click=on_click,
+            long_clickable=on_long_click is not None,
+            on_long_click=on_long_click,
+            bg=(210, 227, 252) if selected else WHITE,
+            selected=selected,
+            border=LIGHT,
+            desc=desc,
+            tile=True,
+        )
         tx = x0 + PAD
         if icon:
-            row.add(Node(w.IMAGE, bounds=(x0 + 36, y0 + (y1 - y0) // 2 - 48, x0 + 132, y0 + (y1 - y0) // 2 + 48),
-                         icon=icon, icon_fg=GREY, a11y=False))
+            row.add(
+                Node(
+                    w.IMAGE,
+                    bounds=(x0 + 36, y0 + (y1 - y0) // 2 - 48, x0 + 132, y0 + (y1 - y0) // 2 + 48),
+                    icon=icon,
+                    icon_fg=GREY,
+                    a11y=False,
+                )
+            )
             tx = x0 + 168
         tr = x1 - PAD - (160 if trailing is not None else 0)
         if subtitle:
             mid = (y0 + y1) // 2
             row.add(Node(w.TEXT, text=title, bounds=(tx, mid - 58, tr, mid + 2), size=44, rid=rid or "title"))
-            row.add(Node(w.TEXT, text=subtitle, bounds=(tx, mid + 6, tr, mid + 58), size=34, fg=GREY,
-                         rid="summary"))
+            row.add(
+                Node(
+                    w.TEXT, text=subtitle, bounds=(tx, mid + 6, tr, mid + 58), size=34, fg=GREY, rid="summary"
+                )
+            )
         else:
             row.add(Node(w.TEXT, text=title, bounds=(tx, y0, tr, y1), size=44, rid=rid or "title"))
         if trailing is not None:
             row.add(trailing)
         return row
 
-    def switch(self, checked: bool, bounds: w.Bounds, on_click: Callable[[], Any] | None,
-               desc: str | None = None) -> Node:
-        return Node(w.SWITCH, bounds=bounds, checkable=True, checked=checked, clickable=True,
-                    on_click=on_click, icon="switch_on" if checked else "switch_off", desc=desc,
-                    rid="android:id/switch_widget")
+    def switch(
+        self, checked: bool, bounds: w.Bounds, on_click: Callable[[], Any] | None, desc: str | None = None
+    ) -> Node:
+        return Node(
+            w.SWITCH,
+            bounds=bounds,
+            checkable=True,
+            checked=checked,
+            clickable=True,
+            on_click=on_click,
+            icon="switch_on" if checked else "switch_off",
+            desc=desc,
+            rid="android:id/switch_widget",
+        )
 
-    def checkbox(self, checked: bool, bounds: w.Bounds, on_click: Callable[[], Any] | None,
-                 desc: str | None = None) -> Node:
-        return Node(w.CHECKBOX, bounds=bounds, checkable=True, checked=checked, clickable=True,
-                    on_click=on_click, icon="check_on" if checked else "check_off", desc=desc)
+    def checkbox(
+        self, checked: bool, bounds: w.Bounds, on_click: Callable[[], Any] | None, desc: str | None = None
+    ) -> Node:
+        return Node(
+            w.CHECKBOX,
+            bounds=bounds,
+            checkable=True,
+            checked=checked,
+            clickable=True,
+            on_click=on_click,
+            icon="check_on" if checked else "check_off",
+            desc=desc,
+        )
 
-    def toggle_row(self, title: str, checked: bool, bounds: w.Bounds, on_toggle: Callable[[], Any],
-                   subtitle: str | None = None) -> Node:
+    def toggle_row(
+        self,
+        title: str,
+        checked: bool,
+        bounds: w.Bounds,
+        on_toggle: Callable[[], Any],
+        subtitle: str | None = None,
+    ) -> Node:
         """A settings row whose click (anywhere) flips a switch."""
         x0, y0, x1, y1 = bounds
         mid = (y0 + y1) // 2
         sw = self.switch(checked, (x1 - PAD - 132, mid - 40, x1 - PAD, mid + 40), on_toggle)
         return self.item(title, bounds, on_click=on_toggle, subtitle=subtitle, trailing=sw)
 
-    def field(self, key: str, bounds: w.Bounds, hint: str | None = None, multiline: bool = False,
-              label: str | None = None, numeric: bool = False) -> Node:
+    def field(
+        self,
+        key: str,
+        bounds: w.Bounds,
+        hint: str | None = None,
+        multiline: bool = False,
+        label: str | None = None,
+        numeric: bool = False,
+    ) -> Node:
         """An EditText bound to `screen.fields[key]`; tapping it focuses it (and opens the keyboard)."""
         value = self.screen.field(key)
         screen = self.screen
@@ -260,41 +388,104 @@ class UI:
         def on_click() -> None:
             screen.focus = key
 
-        node = Node(w.EDIT, text=value or None, hint=hint, bounds=bounds, editable=True, focusable=True,
-                    focused=focused, clickable=True, on_click=on_click, field=(screen, key, multiline),
-                    border=ACCENT if focused else GREY, size=42, lines=20 if multiline else 1, desc=label,
-                    rid=f"{self.app.package}:id/{key}", pad=24)
+        node = Node(
+            w.EDIT,
+            text=value or None,
+            hint=hint,
+            bounds=bounds,
+            editable=True,
+            focusable=True,
+            focused=focused,
+            clickable=True,
+            on_click=on_click,
+            field=(screen, key, multiline),
+            border=ACCENT if focused else GREY,
+            size=42,
+            lines=20 if multiline else 1,
+            desc=label,
+            rid=f"{self.app.package}:id/{key}",
+            pad=24,
+        )
         return node
 
-    def button(self, text: str, bounds: w.Bounds, on_click: Callable[[], Any] | None,
-               style: str = "filled", rid: str | None = None, enabled: bool = True) -> Node:
+    def button(
+        self,
+        text: str,
+        bounds: w.Bounds,
+        on_click: Callable[[], Any] | None,
+        style: str = "filled",
+        rid: str | None = None,
+        enabled: bool = True,
+    ) -> Node:
         filled = style == "filled"
-        return Node(w.BUTTON, text=text, bounds=bounds, clickable=True,
-                    on_click=on_click if enabled else None, enabled=enabled, bold=True,
-                    bg=(self.app.color if filled else None) if enabled else LIGHT, radius=48 if filled else 0,
-                    fg=WHITE if filled and enabled else (ACCENT if enabled else HINT), align="center",
-                    size=40, rid=rid)
+        return Node(
+            w.BUTTON,
+            text=text,
+            bounds=bounds,
+            clickable=True,
+            on_click=on_click if enabled else None,
+            enabled=enabled,
+            bold=True,
+            bg=(self.app.color if filled else None) if enabled else LIGHT,
+            radius=48 if filled else 0,
+            fg=WHITE if filled and enabled else (ACCENT if enabled else HINT),
+            align="center",
+            size=40,
+            rid=rid,
+        )
 
     def fab(self, desc: str, on_click: Callable[[], Any], icon: str = "add", text: str | None = None) -> Node:
         """Floating action button at the bottom right of the content area."""
         y1 = self.bottom - 48
-        return Node(w.IMAGE_BUTTON, desc=desc, text=text, bounds=(SCREEN_W - 240, y1 - 192, SCREEN_W - 48, y1),
-                    clickable=True, on_click=on_click, icon=icon, icon_fg=WHITE, bg=self.app.color, radius=56,
-                    rid=f"{self.app.package}:id/fab")
+        return Node(
+            w.IMAGE_BUTTON,
+            desc=desc,
+            text=text,
+            bounds=(SCREEN_W - 240, y1 - 192, SCREEN_W - 48, y1),
+            clickable=True,
+            on_click=on_click,
+            icon=icon,
+            icon_fg=WHITE,
+            bg=self.app.color,
+            radius=56,
+            rid=f"{self.app.package}:id/fab",
+        )
 
     def dialog_box(self, title: str | None, height: int, message: str | None = None) -> tuple[Node, int]:
         """A centred dialog panel; returns (panel, y of its first free line)."""
         y0 = max(self.top + 200, (self.top + self.bottom) // 2 - height // 2)
-        panel = Node(w.FRAME, bounds=(72, y0, SCREEN_W - 72, y0 + height), bg=WHITE, radius=36,
-                     rid="android:id/parentPanel")
+        panel = Node(
+            w.FRAME,
+            bounds=(72, y0, SCREEN_W - 72, y0 + height),
+            bg=WHITE,
+            radius=36,
+            rid="android:id/parentPanel",
+        )
         y = y0 + 48
         if title:
-            panel.add(Node(w.TEXT, text=title, bounds=(132, y, SCREEN_W - 132, y + 80), size=50, bold=True,
-                           rid="android:id/alertTitle"))
+            panel.add(
+                Node(
+                    w.TEXT,
+                    text=title,
+                    bounds=(132, y, SCREEN_W - 132, y + 80),
+                    size=50,
+                    bold=True,
+                    rid="android:id/alertTitle",
+                )
+            )
             y += 104
         if message:
-            panel.add(Node(w.TEXT, text=message, bounds=(132, y, SCREEN_W - 132, y + 180), size=40, fg=GREY,
-                           lines=3, rid="android:id/message"))
+            panel.add(
+                Node(
+                    w.TEXT,
+                    text=message,
+                    bounds=(132, y, SCREEN_W - 132, y + 180),
+                    size=40,
+                    fg=GREY,
+                    lines=3,
+                    rid="android:id/message",
+                )
+            )
             y += 200
         return panel, y
 
@@ -304,9 +495,20 @@ class UI:
         y1 = panel.bounds[3] - 36
         for i, (label, handler) in enumerate(reversed(list(buttons))):
             wdt = 60 + 28 * len(label)
-            panel.add(Node(w.BUTTON, text=label, bounds=(x1 - wdt, y1 - 120, x1, y1), clickable=True,
-                           on_click=handler, fg=ACCENT, bold=True, align="center", size=40,
-                           rid=f"android:id/button{i + 1}"))
+            panel.add(
+                Node(
+                    w.BUTTON,
+                    text=label,
+                    bounds=(x1 - wdt, y1 - 120, x1, y1),
+                    clickable=True,
+                    on_click=handler,
+                    fg=ACCENT,
+                    bold=True,
+                    align="center",
+                    size=40,
+                    rid=f"android:id/button{i + 1}",
+                )
+            )
             x1 -= wdt + 24
 
 

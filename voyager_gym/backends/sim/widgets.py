@@ -1,9 +1,8 @@
-"""SimDroid's widget tree: one tree per frame, read by the accessibility filter, the hit-tester and the renderer.
-
-A `Node` carries what Android's accessibility node carries (class, text, description, hint, bounds, flags) plus
-what SimDroid needs to act and draw: event handlers (closures made when the screen is built) and a few visual
-attributes (fill, text colour and size, an icon name). Bounds are logical pixels of a 1080x2400 screen.
-"""
+"""SimDroid's widget tree: one tree per frame, read by the a11y filter, the hit-tester and the renderer. A
+`Node` carries what Android's accessibility node carries (class, text, description, hint, bounds, flags)
+plus what SimDroid needs to act and draw: event handlers (closures made when the screen is built) and a
+few visual attributes (fill, text colour and size, an icon name). Bounds are logical pixels of a 1080x2400
+screen."""
 
 from __future__ import annotations
 
@@ -15,10 +14,10 @@ from typing import Any
 from voyager_gym.observation import BoundingBox, UIElement
 
 SCREEN_W, SCREEN_H = 1080, 2400
-STATUS_H = 96          # status bar
-NAV_H = 132            # 3-button navigation bar
-APPBAR_H = 168         # toolbar
-KEYBOARD_H = 780       # soft keyboard (above the navigation bar)
+STATUS_H = 96  # status bar
+NAV_H = 132  # 3-button navigation bar
+APPBAR_H = 168  # toolbar
+KEYBOARD_H = 780  # soft keyboard (above the navigation bar)
 CONTENT_TOP = STATUS_H
 CONTENT_BOTTOM = SCREEN_H - NAV_H
 
@@ -116,14 +115,47 @@ class Node:
 
     def logical_tuple(self) -> tuple:
         """What this node contributes to the ground-truth screen identity."""
-        return (self.cls, self.text, self.desc, self.hint, self.rid, self.bounds, self.clickable,
-                self.editable, self.scrollable, self.checkable, self.checked, self.enabled, self.focused,
-                self.selected, self.package)
+        return (
+            self.cls,
+            self.text,
+            self.desc,
+            self.hint,
+            self.rid,
+            self.bounds,
+            self.clickable,
+            self.editable,
+            self.scrollable,
+            self.checkable,
+            self.checked,
+            self.enabled,
+            self.focused,
+            self.selected,
+            self.package,
+        )
 
     def visual_tuple(self) -> tuple:
-        return (self.bounds, self.text, self.hint, self.bg, self.radius, self.border, self.fg, self.size,
-                self.bold, self.align, self.pad, self.icon, self.icon_fg, self.lines, self.checked,
-                self.focused, self.editable, self.clip, self.enabled, self.dim)
+        return (
+            self.bounds,
+            self.text,
+            self.hint,
+            self.bg,
+            self.radius,
+            self.border,
+            self.fg,
+            self.size,
+            self.bold,
+            self.align,
+            self.pad,
+            self.icon,
+            self.icon_fg,
+            self.lines,
+            self.checked,
+            self.focused,
+            self.editable,
+            self.clip,
+            self.enabled,
+            self.dim,
+        )
 
     def tile_key(self) -> int:
         """Hash of the subtree's visuals relative to this node's origin (tiles are position-independent)."""
@@ -138,14 +170,26 @@ class Node:
     def to_element(self) -> UIElement:
         x0, y0, x1, y1 = self.bounds
         return UIElement(
-            text=self.text or None, content_description=self.desc or None, class_name=self.cls,
+            text=self.text or None,
+            content_description=self.desc or None,
+            class_name=self.cls,
             bbox=None,
             bbox_pixels=BoundingBox(max(0, x0), min(SCREEN_W, x1), max(0, y0), min(SCREEN_H, y1)),
-            hint_text=self.hint or None, is_checked=self.checked, is_checkable=self.checkable,
-            is_clickable=self.clickable, is_editable=self.editable, is_enabled=self.enabled,
-            is_focused=self.focused, is_focusable=self.focusable or self.editable,
-            is_long_clickable=self.long_clickable, is_scrollable=self.scrollable, is_selected=self.selected,
-            is_visible=True, package_name=self.package, resource_name=self.rid, tooltip=None,
+            hint_text=self.hint or None,
+            is_checked=self.checked,
+            is_checkable=self.checkable,
+            is_clickable=self.clickable,
+            is_editable=self.editable,
+            is_enabled=self.enabled,
+            is_focused=self.focused,
+            is_focusable=self.focusable or self.editable,
+            is_long_clickable=self.long_clickable,
+            is_scrollable=self.scrollable,
+            is_selected=self.selected,
+            is_visible=True,
+            package_name=self.package,
+            resource_name=self.rid,
+            tooltip=None,
             resource_id=self.rid,
         )
 
@@ -163,9 +207,20 @@ def a11y_nodes(root: Node) -> list[Node]:
         vis = b[2] > b[0] and b[3] > b[1]
         if not vis:
             return
-        if n.a11y and (not n.children or n.desc or n.scrollable) and (n.text or n.desc or n.hint or
-                                                                     n.clickable or n.editable or
-                                                                     n.scrollable or n.checkable or n.rid):
+        if (
+            n.a11y
+            and (not n.children or n.desc or n.scrollable)
+            and (
+                n.text
+                or n.desc
+                or n.hint
+                or n.clickable
+                or n.editable
+                or n.scrollable
+                or n.checkable
+                or n.rid
+            )
+        ):
             if b != n.bounds:
                 n.bounds = b  # report the visible part, as Android does
             out.append(n)

@@ -1,4 +1,4 @@
-"""Settings (com.android.settings), laid out like Android 13 on a Pixel: network, connected devices, display."""
+"""Settings (com.android.settings), laid out like Android 13 on a Pixel: network, devices, display."""
 
 from __future__ import annotations
 
@@ -35,12 +35,32 @@ class SettingsScreen(Screen):
     def build(self, ui: UI) -> list[Node]:
         y = ui.top
         header = Node(w.FRAME, bounds=(0, y, SCREEN_W, y + 300), a11y=False)
-        header.add(ui.text("Settings", (PAD, y + 40, SCREEN_W - PAD, y + 150), size=72,
-                           rid=f"{PKG}:id/toolbar_title"))
-        header.add(Node(w.TEXT, text="Search settings", bounds=(PAD, y + 180, SCREEN_W - PAD, y + 290), bg=(232, 240, 254),
-                        radius=55, fg=(95, 99, 104), pad=60, icon="search", icon_fg=(95, 99, 104),
-                        clickable=True, on_click=lambda: None, rid=f"{PKG}:id/search_action_bar"))
-        screens = {"NetworkScreen": NetworkScreen, "ConnectedScreen": ConnectedScreen, "DisplayScreen": DisplayScreen}
+        header.add(
+            ui.text(
+                "Settings", (PAD, y + 40, SCREEN_W - PAD, y + 150), size=72, rid=f"{PKG}:id/toolbar_title"
+            )
+        )
+        header.add(
+            Node(
+                w.TEXT,
+                text="Search settings",
+                bounds=(PAD, y + 180, SCREEN_W - PAD, y + 290),
+                bg=(232, 240, 254),
+                radius=55,
+                fg=(95, 99, 104),
+                pad=60,
+                icon="search",
+                icon_fg=(95, 99, 104),
+                clickable=True,
+                on_click=lambda: None,
+                rid=f"{PKG}:id/search_action_bar",
+            )
+        )
+        screens = {
+            "NetworkScreen": NetworkScreen,
+            "ConnectedScreen": ConnectedScreen,
+            "DisplayScreen": DisplayScreen,
+        }
 
         def opener(name):
             if name is None:
@@ -48,8 +68,14 @@ class SettingsScreen(Screen):
             return lambda: ui.push(screens[name]())
 
         rows = [(t, s, opener(target), icon) for t, s, target, icon in MAIN_ROWS]
-        lst = ui.list("main", [(ROW2_H, (lambda b, r=r: ui.item(r[0], b, on_click=r[2], subtitle=r[1], icon=r[3])))
-                               for r in rows], y0=y + 320)
+        lst = ui.list(
+            "main",
+            [
+                (ROW2_H, (lambda b, r=r: ui.item(r[0], b, on_click=r[2], subtitle=r[1], icon=r[3])))
+                for r in rows
+            ],
+            y0=y + 320,
+        )
         return [header, lst]
 
 
@@ -63,16 +89,33 @@ class NetworkScreen(Screen):
             dev.settings["airplane_mode_on"] = 1 - dev.settings["airplane_mode_on"]
 
         rows = [
-            (ROW2_H, lambda b: ui.item("Internet", b, on_click=lambda: ui.push(InternetScreen()), subtitle=wifi,
-                                       icon="wifi")),
-            (ROW2_H, lambda b: ui.item("Calls & SMS", b, on_click=lambda: None, subtitle="T-Mobile", icon="phone")),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Internet", b, on_click=lambda: ui.push(InternetScreen()), subtitle=wifi, icon="wifi"
+                ),
+            ),
+            (
+                ROW2_H,
+                lambda b: ui.item("Calls & SMS", b, on_click=lambda: None, subtitle="T-Mobile", icon="phone"),
+            ),
             (ROW2_H, lambda b: ui.item("SIMs", b, on_click=lambda: None, subtitle="T-Mobile", icon="sim")),
-            (ROW_H, lambda b: ui.toggle_row("Airplane mode", bool(s["airplane_mode_on"]), b, toggle_airplane)),
-            (ROW2_H, lambda b: ui.item("Hotspot & tethering", b, on_click=lambda: None, subtitle="Off",
-                                       icon="hotspot")),
+            (
+                ROW_H,
+                lambda b: ui.toggle_row("Airplane mode", bool(s["airplane_mode_on"]), b, toggle_airplane),
+            ),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Hotspot & tethering", b, on_click=lambda: None, subtitle="Off", icon="hotspot"
+                ),
+            ),
             (ROW2_H, lambda b: ui.item("Data Saver", b, on_click=lambda: None, subtitle="Off", icon="data")),
             (ROW_H, lambda b: ui.item("VPN", b, on_click=lambda: None, icon="vpn")),
-            (ROW2_H, lambda b: ui.item("Private DNS", b, on_click=lambda: None, subtitle="Automatic", icon="dns")),
+            (
+                ROW2_H,
+                lambda b: ui.item("Private DNS", b, on_click=lambda: None, subtitle="Automatic", icon="dns"),
+            ),
         ]
         return [ui.app_bar("Network & internet"), ui.list("list", rows)]
 
@@ -87,13 +130,30 @@ class InternetScreen(Screen):
         on = bool(dev.settings["wifi_on"])
         rows = [(ROW_H, lambda b: ui.toggle_row("Wi‑Fi", on, b, toggle))]
         if on:
-            rows.append((ROW2_H, lambda b: ui.item("AndroidWifi", b, on_click=lambda: None, subtitle="Connected",
-                                                   icon="wifi")))
+            rows.append(
+                (
+                    ROW2_H,
+                    lambda b: ui.item(
+                        "AndroidWifi", b, on_click=lambda: None, subtitle="Connected", icon="wifi"
+                    ),
+                )
+            )
             rows.append((ROW_H, lambda b: ui.item("Add network", b, on_click=lambda: None, icon="add")))
         else:
-            rows.append((ROW2_H, lambda b: ui.item("Wi‑Fi is off", b, subtitle="Turn on Wi‑Fi to see networks")))
-        rows.append((ROW2_H, lambda b: ui.item("Network preferences", b, on_click=lambda: None,
-                                               subtitle="Wi‑Fi turns back on automatically")))
+            rows.append(
+                (ROW2_H, lambda b: ui.item("Wi‑Fi is off", b, subtitle="Turn on Wi‑Fi to see networks"))
+            )
+        rows.append(
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Network preferences",
+                    b,
+                    on_click=lambda: None,
+                    subtitle="Wi‑Fi turns back on automatically",
+                ),
+            )
+        )
         return [ui.app_bar("Internet"), ui.list("list", rows)]
 
 
@@ -101,8 +161,16 @@ class ConnectedScreen(Screen):
     def build(self, ui: UI) -> list[Node]:
         rows = [
             (ROW_H, lambda b: ui.item("Pair new device", b, on_click=lambda: None, icon="add")),
-            (ROW2_H, lambda b: ui.item("Connection preferences", b, on_click=lambda: ui.push(ConnPrefsScreen()),
-                                       subtitle="Bluetooth, Android Auto, NFC", icon="devices")),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Connection preferences",
+                    b,
+                    on_click=lambda: ui.push(ConnPrefsScreen()),
+                    subtitle="Bluetooth, Android Auto, NFC",
+                    icon="devices",
+                ),
+            ),
         ]
         return [ui.app_bar("Connected devices"), ui.list("list", rows)]
 
@@ -111,11 +179,27 @@ class ConnPrefsScreen(Screen):
     def build(self, ui: UI) -> list[Node]:
         on = bool(ui.dev.settings["bluetooth_on"])
         rows = [
-            (ROW2_H, lambda b: ui.item("Bluetooth", b, on_click=lambda: ui.push(BluetoothScreen()),
-                                       subtitle="On" if on else "Off", icon="bluetooth")),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Bluetooth",
+                    b,
+                    on_click=lambda: ui.push(BluetoothScreen()),
+                    subtitle="On" if on else "Off",
+                    icon="bluetooth",
+                ),
+            ),
             (ROW2_H, lambda b: ui.item("NFC", b, on_click=lambda: None, subtitle="Unavailable", icon="nfc")),
-            (ROW2_H, lambda b: ui.item("Android Auto", b, on_click=lambda: None, subtitle="Use apps on your car display",
-                                       icon="car")),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Android Auto",
+                    b,
+                    on_click=lambda: None,
+                    subtitle="Use apps on your car display",
+                    icon="car",
+                ),
+            ),
             (ROW_H, lambda b: ui.item("Printing", b, on_click=lambda: None, icon="print")),
         ]
         return [ui.app_bar("Connection preferences"), ui.list("list", rows)]
@@ -145,13 +229,40 @@ class DisplayScreen(Screen):
             dev.settings["dark_mode"] = 1 - dev.settings["dark_mode"]
 
         rows = [
-            (ROW2_H, lambda b: ui.item("Brightness level", b, on_click=lambda: ui.push(BrightnessScreen()),
-                                       subtitle=f"{pct}%", icon="brightness")),
-            (ROW2_H, lambda b: ui.toggle_row("Adaptive brightness", False, b, lambda: None,
-                                             subtitle="Optimize brightness for available light")),
-            (ROW2_H, lambda b: ui.toggle_row("Dark theme", bool(dev.settings["dark_mode"]), b, toggle_dark,
-                                             subtitle="Will never turn on automatically")),
-            (ROW2_H, lambda b: ui.item("Screen timeout", b, on_click=lambda: None, subtitle="After 30 minutes")),
+            (
+                ROW2_H,
+                lambda b: ui.item(
+                    "Brightness level",
+                    b,
+                    on_click=lambda: ui.push(BrightnessScreen()),
+                    subtitle=f"{pct}%",
+                    icon="brightness",
+                ),
+            ),
+            (
+                ROW2_H,
+                lambda b: ui.toggle_row(
+                    "Adaptive brightness",
+                    False,
+                    b,
+                    lambda: None,
+                    subtitle="Optimize brightness for available light",
+                ),
+            ),
+            (
+                ROW2_H,
+                lambda b: ui.toggle_row(
+                    "Dark theme",
+                    bool(dev.settings["dark_mode"]),
+                    b,
+                    toggle_dark,
+                    subtitle="Will never turn on automatically",
+                ),
+            ),
+            (
+                ROW2_H,
+                lambda b: ui.item("Screen timeout", b, on_click=lambda: None, subtitle="After 30 minutes"),
+            ),
             (ROW2_H, lambda b: ui.item("Font size", b, on_click=lambda: None, subtitle="Default")),
         ]
         return [ui.app_bar("Display"), ui.list("list", rows)]
@@ -174,13 +285,33 @@ class BrightnessScreen(Screen):
 
         track = Node(w.VIEW, bounds=(x0, y, x1, y + 140), bg=(232, 234, 237), radius=70, a11y=False)
         fill_w = int((x1 - x0) * level / 255)
-        fill = Node(w.VIEW, bounds=(x0, y, x0 + max(140, fill_w), y + 140), bg=(168, 199, 250), radius=70, a11y=False)
-        bar = Node(w.SEEKBAR, desc="Brightness level", text=f"{round(level / 255 * 100)}%",
-                   bounds=(x0, y, x1, y + 140), clickable=True, on_click=on_click, fg=(32, 33, 36), align="center",
-                   rid=f"{PKG}:id/brightness_seekbar")
-        return [ui.app_bar("Brightness level"), track, fill, bar,
-                ui.text("Tap the bar to set the brightness; the left end is the minimum, the right end the maximum.",
-                        (PAD, y + 200, SCREEN_W - PAD, y + 400), size=36, fg=(95, 99, 104), lines=3)]
+        fill = Node(
+            w.VIEW, bounds=(x0, y, x0 + max(140, fill_w), y + 140), bg=(168, 199, 250), radius=70, a11y=False
+        )
+        bar = Node(
+            w.SEEKBAR,
+            desc="Brightness level",
+            text=f"{round(level / 255 * 100)}%",
+            bounds=(x0, y, x1, y + 140),
+            clickable=True,
+            on_click=on_click,
+            fg=(32, 33, 36),
+            align="center",
+            rid=f"{PKG}:id/brightness_seekbar",
+        )
+        return [
+            ui.app_bar("Brightness level"),
+            track,
+            fill,
+            bar,
+            ui.text(
+                "Tap the bar to set the brightness; the left end is the minimum, the right end the maximum.",
+                (PAD, y + 200, SCREEN_W - PAD, y + 400),
+                size=36,
+                fg=(95, 99, 104),
+                lines=3,
+            ),
+        ]
 
 
 @register_app

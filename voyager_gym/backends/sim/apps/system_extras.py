@@ -23,13 +23,35 @@ class DialerScreen(Screen):
         for i, k in enumerate(keys):
             r, c = divmod(i, 3)
             b = (x0 + c * kw + 12, top + r * kh + 12, x0 + (c + 1) * kw - 12, top + (r + 1) * kh - 12)
-            out.append(Node(w.BUTTON, text=k, bounds=b, clickable=True, radius=80, bg=(241, 243, 244), size=60,
-                            align="center", rid=f"{DIALER}:id/key_{k}",
-                            on_click=(lambda k=k: self.set_field("number", self.field("number") + k))))
+            out.append(
+                Node(
+                    w.BUTTON,
+                    text=k,
+                    bounds=b,
+                    clickable=True,
+                    radius=80,
+                    bg=(241, 243, 244),
+                    size=60,
+                    align="center",
+                    rid=f"{DIALER}:id/key_{k}",
+                    on_click=(lambda k=k: self.set_field("number", self.field("number") + k)),
+                )
+            )
         cy = top + 4 * kh + 40
-        out.append(Node(w.IMAGE_BUTTON, desc="dial", bounds=(SCREEN_W // 2 - 100, cy, SCREEN_W // 2 + 100, cy + 200),
-                        clickable=True, on_click=lambda: ui.toast("Calling is not available"), icon="phone",
-                        icon_fg=(255, 255, 255), bg=(30, 142, 62), radius=100, rid=f"{DIALER}:id/dialpad_voice_call"))
+        out.append(
+            Node(
+                w.IMAGE_BUTTON,
+                desc="dial",
+                bounds=(SCREEN_W // 2 - 100, cy, SCREEN_W // 2 + 100, cy + 200),
+                clickable=True,
+                on_click=lambda: ui.toast("Calling is not available"),
+                icon="phone",
+                icon_fg=(255, 255, 255),
+                bg=(30, 142, 62),
+                radius=100,
+                rid=f"{DIALER}:id/dialpad_voice_call",
+            )
+        )
         return out
 
 
@@ -57,10 +79,17 @@ class ClipperScreen(Screen):
         return [
             ui.app_bar("Clipper", back=False),
             ui.text("Current clipboard", (PAD, y + 40, SCREEN_W - PAD, y + 120), size=36, fg=GREY),
-            ui.text(dev.clipboard or "(empty)", (PAD, y + 120, SCREEN_W - PAD, y + 320), size=44, lines=3,
-                    rid=f"{CLIPPER}:id/current"),
+            ui.text(
+                dev.clipboard or "(empty)",
+                (PAD, y + 120, SCREEN_W - PAD, y + 320),
+                size=44,
+                lines=3,
+                rid=f"{CLIPPER}:id/current",
+            ),
             ui.field("clip", (PAD, y + 360, SCREEN_W - PAD, y + 520), hint="Text to copy"),
-            ui.button("Copy to clipboard", (PAD, y + 580, SCREEN_W - PAD, y + 740), copy, rid=f"{CLIPPER}:id/copy"),
+            ui.button(
+                "Copy to clipboard", (PAD, y + 580, SCREEN_W - PAD, y + 740), copy, rid=f"{CLIPPER}:id/copy"
+            ),
         ]
 
 

@@ -70,7 +70,8 @@ class SimTask:
 
 # -- helpers for verifiers -----------------------------------------------------------------------------
 def fuzzy_match(a: str | None, b: str | None, threshold: float = 0.9) -> bool:
-    """AndroidWorld's text check: SequenceMatcher ratio >= threshold, case-insensitive, CR removed, stripped."""
+    """AndroidWorld's text check: SequenceMatcher ratio >= threshold, case-insensitive, CR removed,
+    stripped."""
     if a is None or b is None:
         return False
     a = a.replace("\r", "").strip().lower()
@@ -126,8 +127,10 @@ class View:
     def app(self) -> str | None:
         """Package of the app in front (ignoring system UI and the keyboard)."""
         for e in self.elements:
-            if e.package_name and e.package_name not in ("com.android.systemui",
-                                                         "com.google.android.inputmethod.latin"):
+            if e.package_name and e.package_name not in (
+                "com.android.systemui",
+                "com.google.android.inputmethod.latin",
+            ):
                 return e.package_name
         return None
 
@@ -136,10 +139,19 @@ class View:
         i = self.find(rid_suffix=":id/toolbar_title")
         return self.elements[i].text if i is not None else None
 
-    def find_all(self, text: str | None = None, desc: str | None = None, contains: str | None = None,
-                 cls: str | None = None, rid: str | None = None, rid_suffix: str | None = None,
-                 editable: bool | None = None, clickable: bool | None = None,
-                 hint: str | None = None, regex: str | None = None) -> list[int]:
+    def find_all(
+        self,
+        text: str | None = None,
+        desc: str | None = None,
+        contains: str | None = None,
+        cls: str | None = None,
+        rid: str | None = None,
+        rid_suffix: str | None = None,
+        editable: bool | None = None,
+        clickable: bool | None = None,
+        hint: str | None = None,
+        regex: str | None = None,
+    ) -> list[int]:
         out = []
         for i, e in enumerate(self.elements):
             if text is not None and e.text != text:
@@ -148,8 +160,11 @@ class View:
                 continue
             if hint is not None and e.hint_text != hint:
                 continue
-            if contains is not None and contains.lower() not in (e.text or "").lower() and \
-                    contains.lower() not in (e.content_description or "").lower():
+            if (
+                contains is not None
+                and contains.lower() not in (e.text or "").lower()
+                and contains.lower() not in (e.content_description or "").lower()
+            ):
                 continue
             if regex is not None and not re.search(regex, e.text or ""):
                 continue
@@ -180,8 +195,11 @@ class View:
         return [e.text for e in self.elements if e.text]
 
     def scrollable(self) -> int | None:
-        return self.find(cls="RecyclerView") if self.find_all(cls="RecyclerView") else \
-            next((i for i, e in enumerate(self.elements) if e.is_scrollable), None)
+        return (
+            self.find(cls="RecyclerView")
+            if self.find_all(cls="RecyclerView")
+            else next((i for i, e in enumerate(self.elements) if e.is_scrollable), None)
+        )
 
 
 # -- action shorthands for experts -----------------------------------------------------------------------
@@ -225,7 +243,9 @@ def wait() -> Action:
     return Action("wait")
 
 
-def scroll_to_find(view: View, mem: dict[str, Any], key: str, direction: str = "down", **find: Any) -> Action | int:
+def scroll_to_find(
+    view: View, mem: dict[str, Any], key: str, direction: str = "down", **find: Any
+) -> Action | int:
     """Return the index of a matching element, or a scroll action that searches for it. Searches down
     first, then up, remembering in `mem[key]` the screens it has seen, so it never loops forever."""
     i = view.find(**find)

@@ -1,5 +1,6 @@
 """System tasks: Bluetooth, Wi-Fi and brightness (and their Verify variants), opening apps, composites,
-and the clipboard. Verifiers read device settings, the foreground app or the clipboard, as AndroidWorld does."""
+and the clipboard. Verifiers read device settings, the foreground app or the clipboard, as AndroidWorld
+does."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def navigate_settings(view: View, mem: dict[str, Any], path: tuple[str, ...]) ->
     return back()
 
 
-def toggle_expert(view: View, mem: dict[str, Any], path: tuple[str, ...], label: str, want: bool) -> Action | None:
+def toggle_expert(
+    view: View, mem: dict[str, Any], path: tuple[str, ...], label: str, want: bool
+) -> Action | None:
     """Set the switch in the row `label` at the end of `path` to `want`; None once it shows `want`."""
     act = navigate_settings(view, mem, path)
     if act is not None:
@@ -87,9 +90,21 @@ class _Toggle(SimTask):
 
 
 def _toggle_task(name: str, key: str, want: bool, path, label: str, template: str, verify: bool) -> None:
-    cls = type(name, (_Toggle,), {"name": name, "key": key, "want": want, "path": path, "label": label,
-                                 "template": template, "starts_solved": verify, "complexity": 1.0,
-                                 "__doc__": template})
+    cls = type(
+        name,
+        (_Toggle,),
+        {
+            "name": name,
+            "key": key,
+            "want": want,
+            "path": path,
+            "label": label,
+            "template": template,
+            "starts_solved": verify,
+            "complexity": 1.0,
+            "__doc__": template,
+        },
+    )
     cls.__module__ = __name__
     register_task(cls)
     globals()[name] = cls
@@ -97,10 +112,24 @@ def _toggle_task(name: str, key: str, want: bool, path, label: str, template: st
 
 for _verify in (False, True):
     _sfx = "Verify" if _verify else ""
-    _toggle_task(f"SystemBluetoothTurnOn{_sfx}", "bluetooth_on", True, BT_PATH, "Use Bluetooth", "Turn bluetooth on.",
-                 _verify)
-    _toggle_task(f"SystemBluetoothTurnOff{_sfx}", "bluetooth_on", False, BT_PATH, "Use Bluetooth",
-                 "Turn bluetooth off.", _verify)
+    _toggle_task(
+        f"SystemBluetoothTurnOn{_sfx}",
+        "bluetooth_on",
+        True,
+        BT_PATH,
+        "Use Bluetooth",
+        "Turn bluetooth on.",
+        _verify,
+    )
+    _toggle_task(
+        f"SystemBluetoothTurnOff{_sfx}",
+        "bluetooth_on",
+        False,
+        BT_PATH,
+        "Use Bluetooth",
+        "Turn bluetooth off.",
+        _verify,
+    )
     _toggle_task(f"SystemWifiTurnOn{_sfx}", "wifi_on", True, WIFI_PATH, "Wi‑Fi", "Turn wifi on.", _verify)
     _toggle_task(f"SystemWifiTurnOff{_sfx}", "wifi_on", False, WIFI_PATH, "Wi‑Fi", "Turn wifi off.", _verify)
 
@@ -136,10 +165,20 @@ class _Brightness(SimTask):
 
 for _verify in (False, True):
     _sfx = "Verify" if _verify else ""
-    for _n, _t, _tmpl in (("Max", 255, "Turn brightness to the max value."),
-                          ("Min", 1, "Turn brightness to the min value.")):
-        _c = type(f"SystemBrightness{_n}{_sfx}", (_Brightness,),
-                  {"name": f"SystemBrightness{_n}{_sfx}", "target": _t, "template": _tmpl, "starts_solved": _verify})
+    for _n, _t, _tmpl in (
+        ("Max", 255, "Turn brightness to the max value."),
+        ("Min", 1, "Turn brightness to the min value."),
+    ):
+        _c = type(
+            f"SystemBrightness{_n}{_sfx}",
+            (_Brightness,),
+            {
+                "name": f"SystemBrightness{_n}{_sfx}",
+                "target": _t,
+                "template": _tmpl,
+                "starts_solved": _verify,
+            },
+        )
         _c.__module__ = __name__
         register_task(_c)
         globals()[_c.__name__] = _c
@@ -150,7 +189,10 @@ class OpenAppTaskEval(SimTask):
     name = "OpenAppTaskEval"
     app_names = ("camera", "clock", "contacts", "settings", "dialer")
     complexity = 1.0
-    template = "Open the {app_name} app. Clear any pop-ups that may appear by granting all permissions that are required."
+    template = (
+        "Open the {app_name} app. Clear any pop-ups that may appear by granting all permissions that are "
+        "required."
+    )
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -207,7 +249,9 @@ class TurnOffWifiAndTurnOnBluetooth(SimTask):
         dev.settings["bluetooth_on"] = 0
 
     def is_successful(self, dev: DeviceState) -> float:
-        return (0.5 if dev.settings["wifi_on"] == 0 else 0.0) + (0.5 if dev.settings["bluetooth_on"] == 1 else 0.0)
+        return (0.5 if dev.settings["wifi_on"] == 0 else 0.0) + (
+            0.5 if dev.settings["bluetooth_on"] == 1 else 0.0
+        )
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         if not mem.get("wifi"):
@@ -227,8 +271,26 @@ class SystemCopyToClipboard(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        words = ["meeting", "notes", "project", "alpha", "budget", "review", "launch", "friday", "draft", "ideas",
-                 "summary", "plan", "grocery", "list", "call", "back", "later", "urgent"]
+        words = [
+            "meeting",
+            "notes",
+            "project",
+            "alpha",
+            "budget",
+            "review",
+            "launch",
+            "friday",
+            "draft",
+            "ideas",
+            "summary",
+            "plan",
+            "grocery",
+            "list",
+            "call",
+            "back",
+            "later",
+            "urgent",
+        ]
         return {"clipboard_content": " ".join(rng.sample(words, rng.randint(2, 5)))}
 
     def is_successful(self, dev: DeviceState) -> float:

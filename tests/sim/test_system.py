@@ -30,6 +30,11 @@ def test_wifi_counts_1_or_2_as_on(backend):
         ("SystemBrightnessMax", "screen_brightness", 254),
         ("SystemBrightnessMin", "screen_brightness", 2),
         ("SystemBrightnessMaxVerify", "screen_brightness", 250),
+        ("SystemBrightnessMinVerify", "screen_brightness", 5),
+        ("SystemBluetoothTurnOnVerify", "bluetooth_on", 0),
+        ("SystemBluetoothTurnOffVerify", "bluetooth_on", 1),
+        ("SystemWifiTurnOnVerify", "wifi_on", 0),
+        ("SystemWifiTurnOffVerify", "wifi_on", 1),
     ],
 )
 def test_toggle_near_misses_fail(backend, name, key, miss):

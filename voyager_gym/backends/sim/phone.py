@@ -48,6 +48,7 @@ class Phone:
         self._elements: list[Node] | None = None
         self._element_records: list[UIElement] | None = None
         self.last_tap = (0, 0)
+        self._chrome: dict[tuple, Node] = {}
         self.reset()
 
     # -- state -----------------------------------------------------------------------------------------
@@ -157,10 +158,14 @@ class Phone:
             if n.package is None:
                 n.package = pkg
         root.add(app_layer)
-        root.add(self._status_bar())
+        # System bars and the keyboard depend on a few values only: built once per value and reused (nothing
+        # mutates them after composition; their handlers call back into this phone).
+        s = self.dev.settings
+        status_key = (self.clock_text(), s.get("wifi_on"), s.get("bluetooth_on"), s.get("airplane_mode_on"))
+        root.add(self._cached(("status",) + status_key, self._status_bar))
         if top.focus is not None:
-            root.add(self._keyboard())
-        root.add(self._nav_bar())
+            root.add(self._cached(("keyboard", bool(self.dev.data(IME).get("shift"))), self._keyboard))
+        root.add(self._cached(("nav",), self._nav_bar))
         if self.dev.toast:
             tw = min(SCREEN_W - 160, 120 + 22 * len(self.dev.toast))
             y1 = CONTENT_BOTTOM - (KEYBOARD_H if top.focus is not None else 0) - 120
@@ -178,6 +183,14 @@ class Phone:
                 )
             )
         return root
+
+    def _cached(self, key: tuple, build) -> Node:
+        node = self._chrome.get(key)
+        if node is None:
+            if len(self._chrome) > 64:
+                self._chrome.clear()
+            node = self._chrome[key] = build()
+        return node
 
     def clock_text(self) -> str:
         from voyager_gym.backends.sim.device import START_TIME

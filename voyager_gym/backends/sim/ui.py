@@ -222,6 +222,28 @@ class UI:
         )
         return bar
 
+    def search_bar(self, color: tuple[int, int, int]) -> Node:
+        """Toolbar with a Navigate-up button and a white "query" search field."""
+        y0 = self.top
+        bar = Node(
+            w.VIEW_GROUP, bounds=(0, y0, SCREEN_W, y0 + 168), bg=color, rid=f"{self.app.package}:id/toolbar"
+        )
+        bar.add(
+            Node(
+                w.IMAGE_BUTTON,
+                desc="Navigate up",
+                bounds=(24, y0 + 24, 144, y0 + 144),
+                clickable=True,
+                icon="back",
+                icon_fg=WHITE,
+                on_click=self.pop,
+            )
+        )
+        field = self.field("query", (168, y0 + 24, SCREEN_W - 48, y0 + 144), hint="Search")
+        field.bg = WHITE
+        bar.add(field)
+        return bar
+
     def below_bar(self) -> int:
         return self.top + APPBAR_H
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar as _cal
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from voyager_gym.backends.sim import widgets as w
@@ -160,6 +161,31 @@ def _go_today(ui: UI, screen: Screen) -> None:
         screen.scroll.pop("list", None)
 
 
+def _stepper(ui: UI, y: int, label: str, size: int, unit: str, step: Callable[[int], None]) -> list[Node]:
+    """The '‹ label ›' row whose arrows step the shown month or day back and forward."""
+
+    def arrow(text: str, desc: str, x0: int, n: int, side: str) -> Node:
+        return Node(
+            w.BUTTON,
+            text=text,
+            desc=f"{desc} {unit}",
+            bounds=(x0, y + 10, x0 + 140, y + 130),
+            clickable=True,
+            on_click=lambda: step(n),
+            size=64,
+            fg=GREY,
+            align="center",
+            rid=f"{PKG}:id/top_{side}_arrow",
+        )
+
+    value_b = (PAD + 160, y + 10, SCREEN_W - PAD - 160, y + 130)
+    return [
+        arrow("‹", "Previous", PAD, -1, "left"),
+        ui.text(label, value_b, size=size, bold=True, align="center", rid=f"{PKG}:id/top_value"),
+        arrow("›", "Next", SCREEN_W - PAD - 140, 1, "right"),
+    ]
+
+
 class MonthScreen(Screen):
     """The monthly view: a 6x7 grid of days with event bars; tapping a day opens its day view."""
 
@@ -177,44 +203,7 @@ class MonthScreen(Screen):
         y = ui.below_bar()
         out = [ui.app_bar("Simple Calendar", back=False, actions=_main_actions(ui, self))]
         first = dt.date(self.year, self.month, 1)
-        out.append(
-            Node(
-                w.BUTTON,
-                text="‹",
-                desc="Previous month",
-                bounds=(PAD, y + 10, PAD + 140, y + 130),
-                clickable=True,
-                on_click=lambda: self.shift(-1),
-                size=64,
-                fg=GREY,
-                align="center",
-                rid=f"{PKG}:id/top_left_arrow",
-            )
-        )
-        out.append(
-            ui.text(
-                first.strftime("%B %Y"),
-                (PAD + 160, y + 10, SCREEN_W - PAD - 160, y + 130),
-                size=50,
-                bold=True,
-                align="center",
-                rid=f"{PKG}:id/top_value",
-            )
-        )
-        out.append(
-            Node(
-                w.BUTTON,
-                text="›",
-                desc="Next month",
-                bounds=(SCREEN_W - PAD - 140, y + 10, SCREEN_W - PAD, y + 130),
-                clickable=True,
-                on_click=lambda: self.shift(1),
-                size=64,
-                fg=GREY,
-                align="center",
-                rid=f"{PKG}:id/top_right_arrow",
-            )
-        )
+        out += _stepper(ui, y, first.strftime("%B %Y"), 50, "month", self.shift)
         cw = SCREEN_W // 7
         hy = y + 150
         for i, letter in enumerate(WEEKDAYS):
@@ -313,44 +302,7 @@ class DayScreen(Screen):
                 actions=[("Search", "search", lambda: ui.push(SearchScreen()))],
             )
         ]
-        out.append(
-            Node(
-                w.BUTTON,
-                text="‹",
-                desc="Previous day",
-                bounds=(PAD, y + 10, PAD + 140, y + 130),
-                clickable=True,
-                on_click=lambda: self.move(-1),
-                size=64,
-                fg=GREY,
-                align="center",
-                rid=f"{PKG}:id/top_left_arrow",
-            )
-        )
-        out.append(
-            ui.text(
-                day_label(self.day),
-                (PAD + 160, y + 10, SCREEN_W - PAD - 160, y + 130),
-                size=46,
-                bold=True,
-                align="center",
-                rid=f"{PKG}:id/top_value",
-            )
-        )
-        out.append(
-            Node(
-                w.BUTTON,
-                text="›",
-                desc="Next day",
-                bounds=(SCREEN_W - PAD - 140, y + 10, SCREEN_W - PAD, y + 130),
-                clickable=True,
-                on_click=lambda: self.move(1),
-                size=64,
-                fg=GREY,
-                align="center",
-                rid=f"{PKG}:id/top_right_arrow",
-            )
-        )
+        out += _stepper(ui, y, day_label(self.day), 46, "day", self.move)
         day = self.day
         rows = [
             (
@@ -457,21 +409,7 @@ class SearchScreen(Screen):
     def build(self, ui: UI) -> list[Node]:
         dev = ui.dev
         y0 = ui.top
-        bar = Node(w.VIEW_GROUP, bounds=(0, y0, SCREEN_W, y0 + 168), bg=COLOR, rid=f"{PKG}:id/toolbar")
-        bar.add(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Navigate up",
-                bounds=(24, y0 + 24, 144, y0 + 144),
-                clickable=True,
-                icon="back",
-                icon_fg=WHITE,
-                on_click=ui.pop,
-            )
-        )
-        field = ui.field("query", (168, y0 + 24, SCREEN_W - 48, y0 + 144), hint="Search")
-        field.bg = WHITE
-        bar.add(field)
+        bar = ui.search_bar(COLOR)
         q = self.field("query").strip().lower()
         rows = []
         if q:

@@ -9,7 +9,7 @@ Loading the URL again (the URL bar) reloads the page from its seed, as a browser
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from voyager_gym.backends.sim import widgets as w
@@ -328,20 +328,7 @@ class ChromeScreen(Screen):
         x = gx
         for label in ("Up", "Down", "Left", "Right"):
             bw = 120 + 28 * len(label)
-            out.append(
-                Node(
-                    w.BUTTON,
-                    text=label,
-                    bounds=(x, by, x + bw, by + 110),
-                    clickable=True,
-                    on_click=lambda d=label: move(d.lower()),
-                    bg=(239, 239, 239),
-                    border=(118, 118, 118),
-                    radius=8,
-                    size=40,
-                    align="center",
-                )
-            )
+            out.append(_web_button(label, (x, by, x + bw, by + 110), lambda d=label: move(d.lower()), 40))
             x += bw + 16
         return out
 
@@ -380,38 +367,13 @@ class ChromeScreen(Screen):
 
         if not page["form"]:
             out.append(
-                Node(
-                    w.BUTTON,
-                    text="Click Me",
-                    bounds=(cx - 190, y0 + 300, cx + 190, y0 + 430),
-                    clickable=True,
-                    on_click=click_me,
-                    bg=(239, 239, 239),
-                    border=(118, 118, 118),
-                    radius=8,
-                    size=48,
-                    align="center",
-                    rid="button",
-                )
+                _web_button("Click Me", (cx - 190, y0 + 300, cx + 190, y0 + 430), click_me, 48, "button")
             )
         else:
             f = ui.field("answer", (cx - 400, y0 + 300, cx + 130, y0 + 420), hint="Enter the product")
             f.rid, f.radius, f.bg = "answer", 6, WHITE
             out.append(f)
-            out.append(
-                Node(
-                    w.BUTTON,
-                    text="Submit",
-                    bounds=(cx + 150, y0 + 305, cx + 400, y0 + 415),
-                    clickable=True,
-                    on_click=check,
-                    bg=(239, 239, 239),
-                    border=(118, 118, 118),
-                    radius=8,
-                    size=40,
-                    align="center",
-                )
-            )
+            out.append(_web_button("Submit", (cx + 150, y0 + 305, cx + 400, y0 + 415), check, 40))
         if page["result"]:
             out.append(
                 Node(
@@ -507,36 +469,8 @@ class ChromeScreen(Screen):
             p["result"] = "Success!" if ok else ""
             p["success"] = ok
 
-        out.append(
-            Node(
-                w.BUTTON,
-                text="Clear",
-                bounds=(cx - 260, by, cx - 20, by + 110),
-                clickable=True,
-                on_click=clear,
-                bg=(239, 239, 239),
-                border=(118, 118, 118),
-                radius=8,
-                size=38,
-                align="center",
-                rid="clearButton",
-            )
-        )
-        out.append(
-            Node(
-                w.BUTTON,
-                text="Submit",
-                bounds=(cx + 20, by, cx + 260, by + 110),
-                clickable=True,
-                on_click=submit,
-                bg=(239, 239, 239),
-                border=(118, 118, 118),
-                radius=8,
-                size=38,
-                align="center",
-                rid="submitButton",
-            )
-        )
+        out.append(_web_button("Clear", (cx - 260, by, cx - 20, by + 110), clear, 38, "clearButton"))
+        out.append(_web_button("Submit", (cx + 20, by, cx + 260, by + 110), submit, 38, "submitButton"))
         if page["result"]:
             out.append(
                 Node(
@@ -549,6 +483,25 @@ class ChromeScreen(Screen):
                 )
             )
         return out
+
+
+def _web_button(
+    text: str, bounds: w.Bounds, on_click: Callable[[], Any], size: int, rid: str | None = None
+) -> Node:
+    """A plain HTML button of the test pages: grey fill, grey border, small corners."""
+    return Node(
+        w.BUTTON,
+        text=text,
+        bounds=bounds,
+        clickable=True,
+        on_click=on_click,
+        bg=(239, 239, 239),
+        border=(118, 118, 118),
+        radius=8,
+        size=size,
+        align="center",
+        rid=rid,
+    )
 
 
 def hex_rgb(c: str) -> tuple[int, int, int]:

@@ -8,6 +8,7 @@ The stopwatch and timers run on device time (`dev.time_ms`), which advances with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from voyager_gym.backends.sim import widgets as w
@@ -88,6 +89,36 @@ def is_clock_screen_shown(dev: DeviceState) -> bool:
         return False
     st = dev.stacks.get(PKG)
     return not st or isinstance(st[-1], ClockScreen)
+
+
+def _round_button(
+    desc: str,
+    bounds: w.Bounds,
+    on_click: Callable[[], Any],
+    icon: str,
+    rid: str,
+    *,
+    primary: bool,
+    bg: tuple[int, int, int] = LIGHT,
+) -> Node:
+    """A round icon button: white on the accent colour when primary, else ink on `bg`."""
+    return Node(
+        w.IMAGE_BUTTON,
+        desc=desc,
+        bounds=bounds,
+        clickable=True,
+        on_click=on_click,
+        icon=icon,
+        icon_fg=WHITE if primary else INK,
+        bg=ACCENT if primary else bg,
+        radius=70 if primary else 60,
+        rid=f"{PKG}:id/{rid}",
+    )
+
+
+def _title(ui: UI, text: str, y0: int) -> Node:
+    """The tab's large title above its body."""
+    return ui.text(text, (PAD, y0 - 150, SCREEN_W - 200, y0 - 20), size=64)
 
 
 class ClockScreen(Screen):
@@ -177,7 +208,7 @@ class ClockScreen(Screen):
     # -- Alarm ------------------------------------------------------------------------------------------
     def _alarm(self, ui: UI, y0: int, y1: int) -> list[Node]:
         d = state(ui.dev)
-        out: list[Node] = [ui.text("Alarm", (PAD, y0 - 150, SCREEN_W - 200, y0 - 20), size=64)]
+        out: list[Node] = [_title(ui, "Alarm", y0)]
 
         def toggle(a: dict[str, Any]) -> None:
             a["on"] = not a["on"]
@@ -230,26 +261,15 @@ class ClockScreen(Screen):
                 }
             )
 
-        fab = Node(
-            w.IMAGE_BUTTON,
-            desc="Add alarm",
-            bounds=(SCREEN_W // 2 - 110, y1 - 250, SCREEN_W // 2 + 110, y1 - 40),
-            clickable=True,
-            on_click=add_alarm,
-            icon="add",
-            icon_fg=INK,
-            bg=SELECTED,
-            radius=60,
-            rid=f"{PKG}:id/fab",
-        )
-        out.append(fab)
+        add_b = (SCREEN_W // 2 - 110, y1 - 250, SCREEN_W // 2 + 110, y1 - 40)
+        out.append(_round_button("Add alarm", add_b, add_alarm, "add", "fab", primary=False, bg=SELECTED))
         return out
 
     # -- Clock ------------------------------------------------------------------------------------------
     def _clock(self, ui: UI, y0: int, y1: int) -> list[Node]:
         now = ui.dev.now
         out = [
-            ui.text("Clock", (PAD, y0 - 150, SCREEN_W - 200, y0 - 20), size=64),
+            _title(ui, "Clock", y0),
             ui.text(
                 now.strftime("%H:%M"),
                 (PAD, y0 + 20, SCREEN_W - PAD, y0 + 260),
@@ -278,20 +298,12 @@ class ClockScreen(Screen):
                 )
             )
             y += 140
-        out.append(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Add city",
-                bounds=(SCREEN_W // 2 - 110, y1 - 250, SCREEN_W // 2 + 110, y1 - 40),
-                clickable=True,
-                on_click=lambda: ui.toast("City search is not available offline"),
-                icon="add",
-                icon_fg=INK,
-                bg=SELECTED,
-                radius=60,
-                rid=f"{PKG}:id/fab",
-            )
-        )
+        add_b = (SCREEN_W // 2 - 110, y1 - 250, SCREEN_W // 2 + 110, y1 - 40)
+
+        def add_city() -> None:
+            ui.toast("City search is not available offline")
+
+        out.append(_round_button("Add city", add_b, add_city, "add", "fab", primary=False, bg=SELECTED))
         return out
 
     # -- Timer ------------------------------------------------------------------------------------------
@@ -301,7 +313,7 @@ class ClockScreen(Screen):
             return self._timers(ui, y0, y1)
         dev = ui.dev
         digits = d["timer_entry"]
-        out: list[Node] = [ui.text("Timer", (PAD, y0 - 150, SCREEN_W - 200, y0 - 20), size=64)]
+        out: list[Node] = [_title(ui, "Timer", y0)]
         disp = Node(
             w.TEXT,
             text=entry_text(digits),
@@ -374,20 +386,8 @@ class ClockScreen(Screen):
             st["timer_view"] = "timers"
 
         if digits:
-            out.append(
-                Node(
-                    w.IMAGE_BUTTON,
-                    desc="Start",
-                    bounds=(SCREEN_W // 2 - 120, y1 - 250, SCREEN_W // 2 + 120, y1 - 40),
-                    clickable=True,
-                    on_click=start,
-                    icon="play",
-                    icon_fg=WHITE,
-                    bg=ACCENT,
-                    radius=70,
-                    rid=f"{PKG}:id/fab",
-                )
-            )
+            fb = (SCREEN_W // 2 - 120, y1 - 250, SCREEN_W // 2 + 120, y1 - 40)
+            out.append(_round_button("Start", fb, start, "play", "fab", primary=True))
         return out
 
     def _timers(self, ui: UI, y0: int, y1: int) -> list[Node]:
@@ -396,7 +396,7 @@ class ClockScreen(Screen):
         dev = ui.dev
         t = d["timers"][-1]
         left = timer_remaining(dev, t)
-        out: list[Node] = [ui.text("Timer", (PAD, y0 - 150, SCREEN_W - 200, y0 - 20), size=64)]
+        out: list[Node] = [_title(ui, "Timer", y0)]
         card = Node(
             w.FRAME,
             bounds=(PAD, y0 + 20, SCREEN_W - PAD, y1 - 300),
@@ -466,34 +466,11 @@ class ClockScreen(Screen):
         def add_timer() -> None:
             d["timer_view"] = "entry"
 
-        out.append(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Pause" if t["running"] else "Start",
-                bounds=(SCREEN_W // 2 - 120, y1 - 250, SCREEN_W // 2 + 120, y1 - 40),
-                clickable=True,
-                on_click=toggle,
-                icon="pause" if t["running"] else "play",
-                icon_fg=WHITE,
-                bg=ACCENT,
-                radius=70,
-                rid=f"{PKG}:id/fab",
-            )
-        )
-        out.append(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Add timer",
-                bounds=(SCREEN_W - 300, y1 - 220, SCREEN_W - 120, y1 - 70),
-                clickable=True,
-                on_click=add_timer,
-                icon="add",
-                icon_fg=INK,
-                bg=LIGHT,
-                radius=60,
-                rid=f"{PKG}:id/right_button",
-            )
-        )
+        fb = (SCREEN_W // 2 - 120, y1 - 250, SCREEN_W // 2 + 120, y1 - 40)
+        desc, icon = ("Pause", "pause") if t["running"] else ("Start", "play")
+        out.append(_round_button(desc, fb, toggle, icon, "fab", primary=True))
+        rb = (SCREEN_W - 300, y1 - 220, SCREEN_W - 120, y1 - 70)
+        out.append(_round_button("Add timer", rb, add_timer, "add", "right_button", primary=False))
         return out
 
     # -- Stopwatch --------------------------------------------------------------------------------------
@@ -549,64 +526,12 @@ class ClockScreen(Screen):
         fb = (cx - 120, y1 - 250, cx + 120, y1 - 40)
         lb = (cx - 400, y1 - 220, cx - 220, y1 - 70)
         if sw["running"]:
-            out.append(
-                Node(
-                    w.IMAGE_BUTTON,
-                    desc="Pause",
-                    bounds=fb,
-                    clickable=True,
-                    on_click=pause,
-                    icon="pause",
-                    icon_fg=WHITE,
-                    bg=ACCENT,
-                    radius=70,
-                    rid=f"{PKG}:id/fab",
-                )
-            )
-            out.append(
-                Node(
-                    w.IMAGE_BUTTON,
-                    desc="Lap",
-                    bounds=lb,
-                    clickable=True,
-                    on_click=lap,
-                    icon="lap",
-                    icon_fg=INK,
-                    bg=LIGHT,
-                    radius=60,
-                    rid=f"{PKG}:id/left_button",
-                )
-            )
+            out.append(_round_button("Pause", fb, pause, "pause", "fab", primary=True))
+            out.append(_round_button("Lap", lb, lap, "lap", "left_button", primary=False))
         else:
-            out.append(
-                Node(
-                    w.IMAGE_BUTTON,
-                    desc="Start",
-                    bounds=fb,
-                    clickable=True,
-                    on_click=start,
-                    icon="play",
-                    icon_fg=WHITE,
-                    bg=ACCENT,
-                    radius=70,
-                    rid=f"{PKG}:id/fab",
-                )
-            )
+            out.append(_round_button("Start", fb, start, "play", "fab", primary=True))
             if ms > 0:
-                out.append(
-                    Node(
-                        w.IMAGE_BUTTON,
-                        desc="Reset",
-                        bounds=lb,
-                        clickable=True,
-                        on_click=reset,
-                        icon="reset",
-                        icon_fg=INK,
-                        bg=LIGHT,
-                        radius=60,
-                        rid=f"{PKG}:id/left_button",
-                    )
-                )
+                out.append(_round_button("Reset", lb, reset, "reset", "left_button", primary=False))
         return out
 
     def _lap_row(self, ui: UI, b: w.Bounds, n: int, split: int, total: int) -> Node:

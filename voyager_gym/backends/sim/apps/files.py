@@ -221,43 +221,38 @@ class RootsDrawer(Screen):
         return [panel]
 
 
-class BrowseMenu(Screen):
+class _OverBrowse(Screen):
+    """A menu or dialog over a BrowseScreen (its `owner`)."""
+
     modal = True
 
     def __init__(self, owner: BrowseScreen):
         super().__init__()
         self.owner = owner
 
+    def select_all(self, ui: UI) -> None:
+        """Select every entry the owner lists and close this menu."""
+        self.owner.selected = [p for p, _ in self.owner.entries(ui.dev)]
+        ui.pop()
+
+
+class BrowseMenu(_OverBrowse):
     def build(self, ui: UI) -> list[Node]:
         owner = self.owner
-
-        def select_all() -> None:
-            owner.selected = [p for p, _ in owner.entries(ui.dev)]
-            ui.pop()
 
         def new_folder() -> None:
             ui.pop()
             ui.push(NewFolderDialog(owner.path or SDCARD))
 
-        items = [("Select all", select_all)]
+        items = [("Select all", lambda: self.select_all(ui))]
         if owner.is_folder:
             items.insert(0, ("New folder", new_folder))
         return [_popup(ui, items)]
 
 
-class SelectionMenu(Screen):
-    modal = True
-
-    def __init__(self, owner: BrowseScreen):
-        super().__init__()
-        self.owner = owner
-
+class SelectionMenu(_OverBrowse):
     def build(self, ui: UI) -> list[Node]:
         owner = self.owner
-
-        def select_all() -> None:
-            owner.selected = [p for p, _ in owner.entries(ui.dev)]
-            ui.pop()
 
         def picker(mode: str) -> Callable[[], None]:
             def f() -> None:
@@ -265,19 +260,13 @@ class SelectionMenu(Screen):
                 ui.push(PickerScreen(mode, owner))
             return f
 
-        items = [("Select all", select_all), ("Copy to…", picker("copy"))]
+        items = [("Select all", lambda: self.select_all(ui)), ("Copy to…", picker("copy"))]
         if owner.is_folder:  # Recent and the type filters cannot move (no parent folder)
             items.append(("Move to…", picker("move")))
         return [_popup(ui, items)]
 
 
-class ConfirmDelete(Screen):
-    modal = True
-
-    def __init__(self, owner: BrowseScreen):
-        super().__init__()
-        self.owner = owner
-
+class ConfirmDelete(_OverBrowse):
     def build(self, ui: UI) -> list[Node]:
         sel = self.owner.selected
         one = f"Delete \u201c{posixpath.basename(sel[0])}\u201d?" if sel else ""

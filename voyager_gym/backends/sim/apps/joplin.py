@@ -89,33 +89,35 @@ def back_button(ui: UI) -> Node:
     )
 
 
+def todo_checkbox(dev: DeviceState, note: dict[str, Any], bounds: w.Bounds) -> Node:
+    """A to-do's checkbox: tapping it toggles completion and stamps the note as updated."""
+
+    def toggle() -> None:
+        note["todo_completed"] = 0 if note["todo_completed"] else 1
+        note["updated_ms"] = dev.time_ms
+
+    return Node(
+        w.CHECKBOX,
+        bounds=bounds,
+        checkable=True,
+        checked=bool(note["todo_completed"]),
+        clickable=True,
+        on_click=toggle,
+        icon="check_on" if note["todo_completed"] else "check_off",
+        icon_fg=COLOR,
+    )
+
+
 def note_row(ui: UI, note: dict[str, Any], b: w.Bounds) -> Node:
     """A note list item: a checkbox for to-dos, then the title (struck through grey when completed)."""
-    dev = ui.dev
     x0, y0, x1, y1 = b
     row = Node(
         w.VIEW_GROUP, bounds=b, clickable=True, border=LIGHT, on_click=lambda: ui.push(NoteScreen(note["id"]))
     )
     tx = x0 + PAD
     if note["is_todo"]:
-
-        def toggle() -> None:
-            note["todo_completed"] = 0 if note["todo_completed"] else 1
-            note["updated_ms"] = dev.time_ms
-
         mid = (y0 + y1) // 2
-        row.add(
-            Node(
-                w.CHECKBOX,
-                bounds=(x0 + 30, mid - 50, x0 + 130, mid + 50),
-                checkable=True,
-                checked=bool(note["todo_completed"]),
-                clickable=True,
-                on_click=toggle,
-                icon="check_on" if note["todo_completed"] else "check_off",
-                icon_fg=COLOR,
-            )
-        )
+        row.add(todo_checkbox(ui.dev, note, (x0 + 30, mid - 50, x0 + 130, mid + 50)))
         tx = x0 + 150
     done = note["is_todo"] and note["todo_completed"]
     row.add(
@@ -327,7 +329,6 @@ class NoteScreen(Screen):
                 toolbar(ui, "", back_button(ui), []),
                 ui.text("This note has been deleted.", (PAD, 400, SCREEN_W - PAD, 500), fg=GREY),
             ]
-        dev = ui.dev
 
         def delete() -> None:
             ui.push(ConfirmDelete(self.note_id))
@@ -350,23 +351,7 @@ class NoteScreen(Screen):
         y = ui.below_bar() + 30
         tx = PAD
         if note["is_todo"]:
-
-            def toggle() -> None:
-                note["todo_completed"] = 0 if note["todo_completed"] else 1
-                note["updated_ms"] = dev.time_ms
-
-            out.append(
-                Node(
-                    w.CHECKBOX,
-                    bounds=(PAD - 10, y + 10, PAD + 90, y + 110),
-                    checkable=True,
-                    checked=bool(note["todo_completed"]),
-                    clickable=True,
-                    on_click=toggle,
-                    icon="check_on" if note["todo_completed"] else "check_off",
-                    icon_fg=COLOR,
-                )
-            )
+            out.append(todo_checkbox(ui.dev, note, (PAD - 10, y + 10, PAD + 90, y + 110)))
             tx = PAD + 110
         out.append(
             Node(

@@ -308,21 +308,7 @@ class TaskSearchScreen(Screen):
 
     def build(self, ui: UI) -> list[Node]:
         y0 = ui.top
-        bar = Node(w.VIEW_GROUP, bounds=(0, y0, SCREEN_W, y0 + 168), bg=COLOR, rid=f"{PKG}:id/toolbar")
-        bar.add(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Navigate up",
-                bounds=(24, y0 + 24, 144, y0 + 144),
-                clickable=True,
-                icon="back",
-                icon_fg=WHITE,
-                on_click=ui.pop,
-            )
-        )
-        field = ui.field("query", (168, y0 + 24, SCREEN_W - 48, y0 + 144), hint="Search")
-        field.bg = WHITE
-        bar.add(field)
+        bar = ui.search_bar(COLOR)
         q = self.field("query").strip().lower()
         hits = [
             t for t in tasks(ui.dev) if q and (q in t["title"].lower() or q in (t["notes"] or "").lower())

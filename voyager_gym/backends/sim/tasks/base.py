@@ -12,14 +12,15 @@ from __future__ import annotations
 import difflib
 import random
 import re
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, TypeVar
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.observation import UIElement
 
 TASKS: dict[str, type[SimTask]] = {}
+T = TypeVar("T")
 
 
 def register_task(cls: type[SimTask]) -> type[SimTask]:
@@ -68,6 +69,19 @@ class SimTask:
         raise NotImplementedError
 
 
+# -- helpers for setup ---------------------------------------------------------------------------------
+def draw_noise(
+    rng: random.Random, n: int, make: Callable[[random.Random], T], keep: Callable[[T], bool]
+) -> list[T]:
+    """`n` items drawn with `make(rng)`, skipping those `keep` rejects (AndroidWorld's noise rejection)."""
+    out: list[T] = []
+    while len(out) < n:
+        x = make(rng)
+        if keep(x):
+            out.append(x)
+    return out
+
+
 # -- helpers for verifiers -----------------------------------------------------------------------------
 def fuzzy_match(a: str | None, b: str | None, threshold: float = 0.9) -> bool:
     """AndroidWorld's text check: SequenceMatcher ratio >= threshold, case-insensitive, CR removed,
@@ -87,6 +101,46 @@ def rows_equal(a: dict, b: dict, keys: Iterable[str]) -> bool:
     return all(a.get(k) == b.get(k) for k in keys)
 
 
+def removal_ok(before: list[dict], after: list[dict], ids: list[int], key: str) -> bool:
+    """The rows with `ids` are gone; every other row is unchanged; nothing new appeared."""
+    for r in before:
+        if (r[key] in ids) == (r in after):
+            return False
+    return all(r in before for r in after)
+
+
+def addition_ok(
+    before: list[dict],
+    after: list[dict],
+    refs: list[dict],
+    compare: tuple[str, ...],
+    free_form: tuple[str, ...],
+) -> bool:
+    """Every reference row matches some row (free-form fields fuzzily), the count grew by exactly len(refs),
+    and every earlier row is still there unchanged."""
+
+    def matches(ref: dict, row: dict) -> bool:
+        for f in compare:
+            if f in free_form:
+                if not fuzzy_match(ref.get(f), row.get(f)):
+                    return False
+            elif ref.get(f) != row.get(f):
+                return False
+        return True
+
+    if not all(any(matches(ref, row) for row in after) for ref in refs):
+        return False
+    if len(after) != len(before) + len(refs):
+        return False
+    return all(r in after for r in before)
+
+
+def dedupe_ok(before: list[dict], after: list[dict], key: str) -> bool:
+    """Exactly one of the last two rows of `before` (the duplicated pair) is gone; all else unchanged."""
+    a, b = (r[key] for r in before[-2:])
+    return removal_ok(before, after, [a], key) or removal_ok(before, after, [b], key)
+
+
 def check_answer(answer: str, expected: list[str] | str, numeric_tol: float = 0.0) -> bool:
     """AndroidWorld's information-retrieval check: the answer split on commas, each part compared with the
     expected one (numbers exactly or within `numeric_tol`, strings fuzzily), order-insensitive."""
@@ -103,6 +157,13 @@ def check_answer(answer: str, expected: list[str] | str, numeric_tol: float = 0.
         else:
             return False
     return True
+
+
+def answer_score(dev: DeviceState, expected: list[str] | str) -> float:
+    """1.0 when an answer was given and `check_answer` accepts it, else 0.0."""
+    if not dev.interaction_cache:
+        return 0.0
+    return 1.0 if check_answer(dev.interaction_cache, expected) else 0.0
 
 
 def _same_value(g: str, e: str, tol: float) -> bool:
@@ -237,6 +298,14 @@ def done() -> Action:
 
 def answer(text: str) -> Action:
     return Action("answer", text=text)
+
+
+def answer_once(mem: dict[str, Any], text: str) -> Action:
+    """The `answer` action the first time (noted in `mem["answered"]`), `done` after that."""
+    if mem.get("answered"):
+        return done()
+    mem["answered"] = True
+    return answer(text)
 
 
 def wait() -> Action:

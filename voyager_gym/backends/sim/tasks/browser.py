@@ -46,10 +46,12 @@ class _Browser(SimTask):
         return 1.0 if on_page and app.page_shows_success(dev) else 0.0
 
     def to_page(self, view: View) -> Action | None:
-        """Bring Chrome to the front on the task page; None once a page element is visible."""
+        """Bring Chrome to the front on the task page; `done` once it shows success, else None."""
         if view.app != app.PKG:
             return open_app("Chrome")
-        if view.has(text="Success!") or view.has(rid=self.page_marker):
+        if view.has(text="Success!"):
+            return done()
+        if view.has(rid=self.page_marker):
             return None
         bar = view.find(rid=f"{app.PKG}:id/url_bar")
         return type_into(bar, app.TASK_URL) if bar is not None else back()
@@ -68,8 +70,6 @@ class BrowserMaze(_Browser):
         act = self.to_page(view)
         if act is not None:
             return act
-        if view.has(text="Success!"):
-            return done()
         cells = [i for i, e in enumerate(view.elements) if (e.resource_name or "").startswith("cell")]
         cells.sort(key=lambda i: (view.el(i).bbox_pixels.y_min, view.el(i).bbox_pixels.x_min))
         n = int(len(cells) ** 0.5)
@@ -105,8 +105,6 @@ class BrowserMultiply(_Browser):
         act = self.to_page(view)
         if act is not None:
             return act
-        if view.has(text="Success!"):
-            return done()
         nums: list[int] = mem.setdefault("nums", [])
         button = view.find(text="Click Me")
         if button is not None:
@@ -134,8 +132,6 @@ class BrowserDraw(_Browser):
         act = self.to_page(view)
         if act is not None:
             return act
-        if view.has(text="Success!"):
-            return done()
         drawn: list[str] = mem.setdefault("drawn", [])
         for i in view.find_all(rid="taskColors"):
             color = view.el(i).content_description

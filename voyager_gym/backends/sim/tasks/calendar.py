@@ -19,14 +19,16 @@ from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
-    answer,
+    answer_once,
+    answer_score,
     back,
-    check_answer,
     click,
     done,
+    draw_noise,
     fuzzy_match,
     open_app,
     register_task,
+    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
@@ -101,6 +103,11 @@ def gen_event(rng: random.Random, first_day: int = 15, last_day: int = 31) -> di
         "start_ts": start,
         "end_ts": end,
     }
+
+
+def any_day_event(rng: random.Random) -> dict[str, Any]:
+    """A noise event on any day of October 2023."""
+    return gen_event(rng, 1, 31)
 
 
 def insert(dev: DeviceState, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -202,13 +209,9 @@ class _AddEvent(SimTask):
         }
 
     def initialize(self, dev: DeviceState) -> None:
+        p = self.params
         rng = self.rng("noise")
-        noise = []
-        while len(noise) < self.params["n_noise"]:
-            e = gen_event(rng, 1, 31)
-            if e["title"] != self.params["event_title"]:
-                noise.append(e)
-        insert(dev, noise)
+        insert(dev, draw_noise(rng, p["n_noise"], any_day_event, lambda e: e["title"] != p["event_title"]))
         self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
@@ -330,22 +333,12 @@ class _DeleteEvents(SimTask):
         raise NotImplementedError
 
     def initialize(self, dev: DeviceState) -> None:
-        rng = self.rng("noise")
-        noise = []
-        while len(noise) < self.n_noise:
-            e = gen_event(rng, 1, 31)
-            if self.noise_ok(e):
-                noise.append(e)
-        insert(dev, noise)
+        insert(dev, draw_noise(self.rng("noise"), self.n_noise, any_day_event, self.noise_ok))
         self.target_ids = [r["id"] for r in insert(dev, self.targets())]
         self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
-        after = events(dev)
-        for r in self.before:
-            if (r["id"] in self.target_ids) == (r in after):
-                return 0.0
-        return 1.0 if all(r in self.before for r in after) else 0.0
+        return 1.0 if removal_ok(self.before, events(dev), self.target_ids, "id") else 0.0
 
 
 @register_task
@@ -633,24 +626,14 @@ class _CalendarIR(SimTask):
 
     def initialize(self, dev: DeviceState) -> None:
         rng = self.rng("noise")
-        specs = list(self.target_events())
-        while len(specs) < len(self.target_events()) + self.n_noise:
-            e = random_noise_event(rng)
-            if not self.excluded(e):
-                specs.append(e)
+        specs = self.target_events() + draw_noise(
+            rng, self.n_noise, random_noise_event, lambda e: not self.excluded(e)
+        )
         rng.shuffle(specs)
         insert(dev, specs)
 
     def is_successful(self, dev: DeviceState) -> float:
-        if not dev.interaction_cache:
-            return 0.0
-        return 1.0 if check_answer(dev.interaction_cache, self.expected()) else 0.0
-
-    def finish(self, mem: dict[str, Any], text: str) -> Action:
-        if mem.get("answered"):
-            return done()
-        mem["answered"] = True
-        return answer(text)
+        return answer_score(dev, self.expected())
 
 
 def _event(date: dt.date, time_s: str, title: str, dur_s: int, location: str = "") -> dict[str, Any]:
@@ -683,7 +666,7 @@ class _DayQuestion(_CalendarIR):
         rows = collect_rows(view, mem, "rows")
         if not isinstance(rows, list):
             return rows
-        return self.finish(mem, ", ".join(t for t, _ in rows))
+        return answer_once(mem, ", ".join(t for t, _ in rows))
 
 
 @register_task
@@ -775,7 +758,7 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
             loc = view.find(rid=f"{PKG}:id/location")
             t = view.find(rid=f"{PKG}:id/title")
             if loc is not None and t is not None and view.el(t).text == title:
-                return self.finish(mem, view.el(loc).text or "")
+                return answer_once(mem, view.el(loc).text or "")
             return back()
         q = view.find(rid=f"{PKG}:id/query")
         if q is not None:
@@ -828,6 +811,6 @@ class SimpleCalendarNextEvent(_CalendarIR):
         now = START_TIME.strftime("%H:%M")
         upcoming = [(tm[:5], t) for t, tm in rows if re.match(r"\d\d:\d\d - ", tm) and tm[:5] >= now]
         if not upcoming:
-            return self.finish(mem, "")
+            return answer_once(mem, "")
         first = min(s for s, _ in upcoming)
-        return self.finish(mem, ", ".join(t for s, t in upcoming if s == first))
+        return answer_once(mem, ", ".join(t for s, t in upcoming if s == first))

@@ -17,13 +17,15 @@ from voyager_gym.backends.sim.device import START_MS, DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    addition_ok,
     back,
     click,
+    dedupe_ok,
     done,
-    fuzzy_match,
     long_press,
     open_app,
     register_task,
+    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
@@ -239,41 +241,6 @@ def insert_rows(dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         )
 
 
-# -- verifier rules (AndroidWorld's sqlite validators) -------------------------------------------------------
-def removal_ok(before: list[dict], after: list[dict], ids: list[int], key: str) -> bool:
-    """The rows with `ids` are gone; every other row is unchanged; nothing new appeared."""
-    for r in before:
-        if (r[key] in ids) == (r in after):
-            return False
-    return all(r in before for r in after)
-
-
-def addition_ok(
-    before: list[dict],
-    after: list[dict],
-    refs: list[dict],
-    compare: tuple[str, ...],
-    free_form: tuple[str, ...],
-) -> bool:
-    """Every reference row matches some row (free-form fields fuzzily), the count grew by exactly len(refs),
-    and every earlier row is still there unchanged."""
-
-    def matches(ref: dict, row: dict) -> bool:
-        for f in compare:
-            if f in free_form:
-                if not fuzzy_match(ref.get(f), row.get(f)):
-                    return False
-            elif ref.get(f) != row.get(f):
-                return False
-        return True
-
-    if not all(any(matches(ref, row) for row in after) for ref in refs):
-        return False
-    if len(after) != len(before) + len(refs):
-        return False
-    return all(r in after for r in before)
-
-
 # -- expert helpers ------------------------------------------------------------------------------------------
 def to_logs(view: View) -> Action | None:
     """From anywhere, get to Expense Logs; None once there."""
@@ -478,12 +445,7 @@ class ExpenseDeleteDuplicates(_Expense):
         return {"row_objects": [target, dict(target)], "noise_row_objects": rows}
 
     def is_successful(self, dev: DeviceState) -> float:
-        a, b = (r["expense_id"] for r in self.before[-2:])
-        after = dev.table(TABLE)
-        ok = removal_ok(self.before, after, [a], "expense_id") or removal_ok(
-            self.before, after, [b], "expense_id"
-        )
-        return 1.0 if ok else 0.0
+        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "expense_id") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Find two rows with the same name, amount and day in Expense Logs; delete the second."""

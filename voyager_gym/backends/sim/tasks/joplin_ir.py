@@ -16,7 +16,7 @@ from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
-    answer,
+    answer_once,
     back,
     check_answer,
     click,
@@ -169,10 +169,6 @@ class _NotesIR(SimTask):
     def is_successful(self, dev: DeviceState) -> float:
         return 1.0 if check_answer(dev.interaction_cache, self.expected()) else 0.0
 
-    def finish(self, mem: dict[str, Any], text: str) -> Action:
-        mem["answered"] = True
-        return answer(text)
-
 
 def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
     """Reach the note titled `title` through Joplin's search; None once its viewer is showing."""
@@ -189,6 +185,37 @@ def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
     if view.has(desc="Side menu") and not view.has(text="NOTEBOOKS"):
         return click(view.find(desc="Search"))
     return back()
+
+
+class _NoteLookup(_NotesIR):
+    """A question answered from the text of one seeded note (params `title` and `body`) in `folder`."""
+
+    folder = ""
+
+    def initialize(self, dev: DeviceState) -> None:
+        p = self.params
+        seed_notes(
+            self,
+            dev,
+            [{"folder": self.folder, "title": p["title"], "body": p["body"], "is_todo": False}],
+            lambda n: p["title"].lower() in n["title"].lower(),
+        )
+
+    def pick(self, text: str) -> str | None:
+        """The answer if `text` (one line of the note) holds it, else None."""
+        raise NotImplementedError
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = open_note(view, mem, self.params["title"])
+        if act is not None:
+            return act
+        for t in view.texts():
+            got = self.pick(t)
+            if got is not None:
+                return answer_once(mem, got)
+        return scroll("down", view.scrollable())
 
 
 @register_task
@@ -265,12 +292,13 @@ class NotesIsTodo(_NotesIR):
         act = open_note(view, mem, self.params["title"])
         if act is not None:
             return act
-        return self.finish(mem, "True" if view.has(cls="CheckBox") else "False")
+        return answer_once(mem, "True" if view.has(cls="CheckBox") else "False")
 
 
 @register_task
-class NotesMeetingAttendeeCount(_NotesIR):
+class NotesMeetingAttendeeCount(_NoteLookup):
     name = "NotesMeetingAttendeeCount"
+    folder = "Meeting Notes"
     template = (
         "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
         "answer as just a single number."
@@ -316,33 +344,19 @@ class NotesMeetingAttendeeCount(_NotesIR):
             "body": rng.choice(cls.BODIES).format(n=n),
         }
 
-    def initialize(self, dev: DeviceState) -> None:
-        p = self.params
-        seed_notes(
-            self,
-            dev,
-            [{"folder": "Meeting Notes", "title": p["title"], "body": p["body"], "is_todo": False}],
-            lambda n: p["title"].lower() in n["title"].lower(),
-        )
-
     def expected(self) -> str:
         return self.params["attendee_count"]
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = open_note(view, mem, self.params["title"])
-        if act is not None:
-            return act
-        for t in view.texts():
-            if re.search(r"\d", t) and re.search(r"attend|present|particip|people|headcount", t, re.I):
-                return self.finish(mem, re.search(r"\d+", t).group())
-        return scroll("down", view.scrollable())
+    def pick(self, text: str) -> str | None:
+        if re.search(r"\d", text) and re.search(r"attend|present|particip|people|headcount", text, re.I):
+            return re.search(r"\d+", text).group()
+        return None
 
 
 @register_task
-class NotesRecipeIngredientCount(_NotesIR):
+class NotesRecipeIngredientCount(_NoteLookup):
     name = "NotesRecipeIngredientCount"
+    folder = "Recipes"
     template = (
         "What quantity of {ingredient} do I need for the recipe '{title}' in the Joplin app? Express your "
         "answer in the format <amount> <unit> where both the amount and unit exactly match the format in "
@@ -409,29 +423,12 @@ class NotesRecipeIngredientCount(_NotesIR):
             "body": rng.choice(cls.BODIES).format(x=f"{q} {ing}"),
         }
 
-    def initialize(self, dev: DeviceState) -> None:
-        p = self.params
-        seed_notes(
-            self,
-            dev,
-            [{"folder": "Recipes", "title": p["title"], "body": p["body"], "is_todo": False}],
-            lambda n: p["title"].lower() in n["title"].lower(),
-        )
-
     def expected(self) -> str:
         return self.params["ingredient_quantity"]
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = open_note(view, mem, self.params["title"])
-        if act is not None:
-            return act
+    def pick(self, text: str) -> str | None:
         ing = self.params["ingredient"].lower()
-        for t in view.texts():
-            if t.lower().endswith(ing) and t[:1].isdigit():
-                return self.finish(mem, t[: -len(ing)].strip())
-        return scroll("down", view.scrollable())
+        return text[: -len(ing)].strip() if text.lower().endswith(ing) and text[:1].isdigit() else None
 
 
 @register_task
@@ -503,7 +500,7 @@ class NotesTodoItemCount(_NotesIR):
                 seen.add(view.el(i + 1).text)
         lst = view.scrollable()
         if lst is None or list_at_end(view, lst):
-            return self.finish(mem, str(len(seen)))
+            return answer_once(mem, str(len(seen)))
         return scroll("down", lst)
 
 

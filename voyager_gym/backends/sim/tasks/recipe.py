@@ -1,6 +1,6 @@
 """Broccoli recipe tasks (AndroidWorld's single/recipe.py): add a recipe, delete named recipes (with or
 without noise), delete duplicate recipes. Verifiers read `dev.table("recipes")` with AndroidWorld's sqlite
-rules (see tasks/expense.py): text columns compared fuzzily, `favorite` exactly; deletes must leave every
+rules (see tasks/base.py): text columns compared fuzzily, `favorite` exactly; deletes must leave every
 other row intact."""
 
 from __future__ import annotations
@@ -15,16 +15,18 @@ from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    addition_ok,
     back,
     click,
+    dedupe_ok,
     done,
     open_app,
     register_task,
+    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.expense import addition_ok, removal_ok
 
 APP = "broccoli app"
 # Recipe titles (AndroidWorld's list) with directions written for SimDroid.
@@ -399,12 +401,7 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
         return self.template
 
     def is_successful(self, dev: DeviceState) -> float:
-        a, b = (r["recipeId"] for r in self.before[-2:])
-        after = dev.table(TABLE)
-        ok = removal_ok(self.before, after, [a], "recipeId") or removal_ok(
-            self.before, after, [b], "recipeId"
-        )
-        return 1.0 if ok else 0.0
+        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Spot two cards with the same title and description, open one, delete it."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from voyager_gym.actions import Action
@@ -15,11 +16,12 @@ from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
-    answer,
+    answer_once,
+    answer_score,
     back,
-    check_answer,
     click,
     done,
+    draw_noise,
     open_app,
     register_task,
     scroll,
@@ -179,13 +181,7 @@ class _TasksIR(SimTask):
 
     def initialize(self, dev: DeviceState) -> None:
         rng = self.rng("noise")
-        specs = list(self.targets())
-        noise = []
-        while len(noise) < self.n_noise:
-            s = random_task(rng)
-            if not self.excluded(s):
-                noise.append(s)
-        specs += noise
+        specs = self.targets() + draw_noise(rng, self.n_noise, random_task, lambda s: not self.excluded(s))
         rng.shuffle(specs)
         tasks(dev).extend(
             make_task(dev, s["title"], s["importance"], s["due"], s["hide"], s["completed"], s["notes"])
@@ -193,15 +189,7 @@ class _TasksIR(SimTask):
         )
 
     def is_successful(self, dev: DeviceState) -> float:
-        if not dev.interaction_cache:
-            return 0.0
-        return 1.0 if check_answer(dev.interaction_cache, [t["title"] for t in self.targets()]) else 0.0
-
-    def finish(self, mem: dict[str, Any], text: str) -> Action:
-        if mem.get("answered"):
-            return done()
-        mem["answered"] = True
-        return answer(text)
+        return answer_score(dev, [t["title"] for t in self.targets()])
 
     def ensure_list(self, view: View, sort: str, mem: dict[str, Any]) -> Action | None:
         """Open the app's task list sorted by `sort`; None once there."""
@@ -247,8 +235,43 @@ class _TasksIR(SimTask):
         return dt.date.fromisoformat(self.params["date_iso"])
 
 
+class _DueQuestion(_TasksIR):
+    """A question on due dates: three targets due on `date_iso`, answered from the due-date-sorted list."""
+
+    def due_targets(self, hide_times: Sequence[str]) -> list[dict[str, Any]]:
+        """The three target specs from params, due on the day asked about, hidden until Oct 10, 9 and 11."""
+        p = self.params
+        d = self.last_day()
+        return [
+            {
+                "title": t,
+                "importance": imp,
+                "notes": n,
+                "due": ms(at(d)),
+                "hide": ms(at(dt.date(2023, 10, hd), ht)),
+                "completed": 0,
+            }
+            for t, imp, n, hd, ht in zip(
+                p["titles"], p["importances"], p["notes"], (10, 9, 11), hide_times, strict=True
+            )
+        ]
+
+    def keeps(self, day: dt.date) -> bool:
+        """Whether a task due on `day` belongs in the answer."""
+        raise NotImplementedError
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = self.ensure_list(view, "Due date", mem)
+        if act is not None:
+            return act
+        got = self.collect_due(view, mem, self.keeps)
+        return answer_once(mem, ", ".join(got)) if isinstance(got, list) else got
+
+
 @register_task
-class TasksDueOnDate(_TasksIR):
+class TasksDueOnDate(_DueQuestion):
     name = "TasksDueOnDate"
     template = (
         "What tasks do I have due {date} in Tasks app? Answer with the titles only. If there are multiples "
@@ -267,37 +290,17 @@ class TasksDueOnDate(_TasksIR):
         }
 
     def targets(self) -> list[dict[str, Any]]:
-        p = self.params
-        d = self.last_day()
-        hides = ((10, "8:00"), (9, "10:00"), (11, "9:00"))
-        return [
-            {
-                "title": t,
-                "importance": imp,
-                "notes": n,
-                "due": ms(at(d)),
-                "hide": ms(at(dt.date(2023, 10, hd), ht)),
-                "completed": 0,
-            }
-            for t, imp, n, (hd, ht) in zip(p["titles"], p["importances"], p["notes"], hides, strict=True)
-        ]
+        return self.due_targets(("8:00", "10:00", "9:00"))
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) == self.last_day()
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = self.ensure_list(view, "Due date", mem)
-        if act is not None:
-            return act
-        want = self.last_day()
-        got = self.collect_due(view, mem, lambda day: day == want)
-        return self.finish(mem, ", ".join(got)) if isinstance(got, list) else got
+    def keeps(self, day: dt.date) -> bool:
+        return day == self.last_day()
 
 
 @register_task
-class TasksIncompleteTasksOnDate(_TasksIR):
+class TasksIncompleteTasksOnDate(_DueQuestion):
     name = "TasksIncompleteTasksOnDate"
     template = (
         "What incomplete tasks do I have still have to do by {date} in Tasks app? Answer with the titles "
@@ -317,34 +320,13 @@ class TasksIncompleteTasksOnDate(_TasksIR):
         }
 
     def targets(self) -> list[dict[str, Any]]:
-        p = self.params
-        d = self.last_day()
-        return [
-            {
-                "title": t,
-                "importance": imp,
-                "notes": n,
-                "due": ms(at(d)),
-                "hide": ms(at(dt.date(2023, 10, hd), ht)),
-                "completed": 0,
-            }
-            for t, imp, n, hd, ht in zip(
-                p["titles"], p["importances"], p["notes"], (10, 9, 11), p["hide_times"], strict=True
-            )
-        ]
+        return self.due_targets(self.params["hide_times"])
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) <= self.last_day() and not spec["completed"]
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = self.ensure_list(view, "Due date", mem)
-        if act is not None:
-            return act
-        want = self.last_day()
-        got = self.collect_due(view, mem, lambda day: day <= want)
-        return self.finish(mem, ", ".join(got)) if isinstance(got, list) else got
+    def keeps(self, day: dt.date) -> bool:
+        return day <= self.last_day()
 
 
 @register_task
@@ -401,4 +383,4 @@ class TasksHighPriorityTasks(_TasksIR):
             and view.find(rid=f"{PKG}:id/header") is None
         ):
             return scroll("up", view.find(rid=f"{PKG}:id/tasks"))
-        return self.finish(mem, ", ".join(titles))
+        return answer_once(mem, ", ".join(titles))

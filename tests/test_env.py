@@ -191,3 +191,19 @@ def test_suites_follow_androidworld_seeding_and_splits_are_disjoint():
     assert len({i.seed for i in train}) == 200
     assert eval_suite(tasks, 5, backend=backend) == ev  # reproducible
     assert len({tuple(sorted(i.params.items())) for i in train if i.name == "SystemCopyToClipboard"}) > 50
+
+
+def test_vector_reset_can_start_different_instances_per_env():
+    from voyager_gym.vector import make_vec
+
+    envs = make_vec(3, "sync", observation_mode="elements")
+    table = {
+        5: {"task": "SystemWifiTurnOn", "instance_seed": 1},
+        6: {"task": "SystemWifiTurnOn", "instance_seed": 1},
+        7: {"task": "OpenAppTaskEval", "instance_seed": 2},
+    }
+    _, infos = envs.reset(seed=[5, 6, 7], options={"instances": table})
+    assert list(infos["task"]) == ["SystemWifiTurnOn", "SystemWifiTurnOn", "OpenAppTaskEval"]
+    with pytest.raises(KeyError, match="reset seed 9"):
+        envs.reset(seed=[9, 6, 7], options={"instances": table})
+    envs.close()

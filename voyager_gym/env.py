@@ -106,15 +106,23 @@ class VoyagerEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Options: `task` (name), and either `params` (a full params dict, e.g. from a suite) or
-        `instance_seed` (params drawn by the task's seeded generator). Without options a task and an
-        instance are drawn from the env's RNG. G envs given the same task and params run the same instance."""
+        `instance_seed` (params drawn by the task's seeded generator); or `instances`, a map from reset seed
+        to such options (for batched resets of different instances). Without options a task and an instance
+        are drawn from the env's RNG. G envs given the same task and params run the same instance."""
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"task", "params", "instance_seed"}
+        unknown = set(options) - {"task", "params", "instance_seed", "instances"}
         if unknown:
             raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed"
+                f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed, instances"
             )
+        if "instances" in options:
+            # A vector env passes one options dict to every sub-env; `instances` maps each sub-env's reset
+            # seed to its own {"task", "params"}, so one batched reset can start different task instances.
+            table = options.pop("instances")
+            if seed not in table:
+                raise KeyError(f"reset seed {seed} has no entry in options['instances'] (keys: {sorted(table)})")
+            options.update(table[seed])
         name = options.get("task")
         if name is None:
             name = self.tasks[int(self.np_random.integers(len(self.tasks)))]

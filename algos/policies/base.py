@@ -1,0 +1,95 @@
+"""The policy interface every algorithm uses.
+
+A policy maps a batch of `PolicyInput`s to responses (`Reason: ... Action: {json}` text, the parsed action, the
+behaviour log-prob of the response, and a value estimate where it has a value head). Trainable policies also
+score given responses (`log_probs`, differentiable), fine-tune on (input, response) pairs (`fit_sft`), and
+save/load their weights with safetensors.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from voyager_gym.actions import Action
+
+from algos.prompt import PolicyInput
+
+
+@dataclasses.dataclass
+class PolicyOutput:
+    text: str
+    action: Action | None
+    logprob: float = 0.0
+    value: float | None = None
+
+
+class Policy(abc.ABC):
+    """Base class. `trainable` policies implement log_probs / fit_sft / save / load."""
+
+    name: str = "policy"
+    trainable: bool = False
+    has_value: bool = False
+
+    def bind(self, envs: Any) -> None:
+        """Called by rollouts with the (vector) env before acting; only the expert needs it."""
+
+    @abc.abstractmethod
+    def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:
+        """One response per input. `greedy` picks the most likely response (evaluation)."""
+
+    def log_probs(self, batch: list[PolicyInput], responses: list[str]) -> Any:
+        """Log-probabilities (a differentiable torch tensor of shape [B]) of `responses` given `batch`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score responses")
+
+    def values(self, batch: list[PolicyInput]) -> Any:
+        """Value estimates (torch tensor [B]) for policies with a value head."""
+        raise NotImplementedError(f"{type(self).__name__} has no value head")
+
+    def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
+                seed: int = 0) -> dict[str, float]:
+        """Supervised fine-tuning on (input, response) pairs, loss on the response only. Returns metrics."""
+        raise NotImplementedError(f"{type(self).__name__} is not trainable")
+
+    def save(self, path: str | Path) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no weights to save")
+
+    @classmethod
+    def load(cls, path: str | Path, **kwargs: Any) -> Policy:
+        raise NotImplementedError(f"{cls.__name__} has no weights to load")
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """Build a policy by name: 'expert', 'random', 'small', 'hf'."""
+    if name == "expert":
+        from algos.policies.simple import ExpertPolicy
+
+        return ExpertPolicy(**kwargs)
+    if name == "random":
+        from algos.policies.simple import RandomPolicy
+
+        return RandomPolicy(**kwargs)
+    if name == "small":
+        from algos.policies.small import SmallPolicy
+
+        return SmallPolicy(**kwargs)
+    if name == "hf":
+        from algos.policies.hf import HFPolicy
+
+        return HFPolicy(**kwargs)
+    raise ValueError(f"unknown policy {name!r}; expected one of expert, random, small, hf")
+
+
+def load_policy(name: str, path: str | Path) -> Policy:
+    """Load a saved trainable policy ('small' or 'hf') from its folder."""
+    if name == "small":
+        from algos.policies.small import SmallPolicy
+
+        return SmallPolicy.load(path)
+    if name == "hf":
+        from algos.policies.hf import HFPolicy
+
+        return HFPolicy.load(path)
+    raise ValueError(f"cannot load policy kind {name!r} from a folder; expected small or hf")

@@ -1,0 +1,1 @@
+"""Entry points: train.py (one algorithm), evaluate.py (Pass@1), pretrain.py (the base policy)."""

@@ -1,0 +1,52 @@
+"""Train one algorithm on SimDroid (or any backend) from the base policy.
+
+    python experiments/train.py algo=rft [out_dir=runs/rft] [seed=0] [rft.rounds=4] [policy=small|hf] ...
+
+Writes out_dir/metrics.jsonl (one row per evaluation, with pass_at_1), checkpoints, and a wandb run (offline
+unless wandb=online). Run the same command again after a kill to resume from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from algos.run import Run  # noqa: E402
+from experiments.common import load_or_train_base, make_envs, resolve_tasks  # noqa: E402
+from experiments.config import as_dict, parse  # noqa: E402
+
+ALGOS = ("rft",)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    cfg = parse(sys.argv[1:] if argv is None else argv)
+    if cfg.algo not in ALGOS:
+        raise SystemExit(f"unknown algo {cfg.algo!r}; available: {', '.join(ALGOS)} (grsd, grpo, ppo: not built yet)")
+    out = Path(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}")
+    if (out / "checkpoint.json").exists() and not cfg.resume:
+        raise SystemExit(f"{out} already holds a run; pass resume=true to continue it or choose another out_dir")
+    tasks = resolve_tasks(cfg.tasks)
+    run = Run(out, as_dict(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
+    envs = make_envs(cfg)
+    t0 = time.perf_counter()
+    try:
+        policy = load_or_train_base(cfg, tasks, envs)
+        if cfg.algo == "rft":
+            from algos import rft
+
+            last = rft.train(policy, envs, run, cfg.rft, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress)
+    finally:
+        envs.close()
+        run.close()
+    rows = run.metrics()
+    first, final = rows[0]["pass_at_1"], rows[-1]["pass_at_1"]
+    print(f"{cfg.algo}: Pass@1 {first:.3f} -> {final:.3f} over {len(rows) - 1} iterations, "
+          f"{rows[-1]['env_steps']} env steps, {time.perf_counter() - t0:.0f} s; run folder {out}")
+    return last
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""A Hugging Face policy: a transformers causal LM or vision-language model plus its processor.
+
+The prompt is a chat: [system: SYSTEM, user: render_prompt(x) (+ the screenshot for VLMs)] through the
+processor's chat template with the assistant generation prompt; the response is the generated text
+(`Reason: ... Action: {json}`). Log-probs are the model's own (temperature 1) over the response tokens
+followed by the end-of-turn token, and `act` reports exactly what `log_probs` computes for its text, so
+behaviour and training log-probs agree. `fit_sft` trains with TRL's SFTTrainer on prompt/completion data
+(loss on the completion only). Real runs use a Qwen-VL class checkpoint on GPU; tests use the offline tiny
+models of `algos.policies.tiny`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from algos.policies.base import Policy, PolicyOutput
+from algos.prompt import SYSTEM, PolicyInput, render_prompt
+from voyager_gym.actions import try_parse_action
+
+SETTINGS_FILE = "hf_policy.json"  # policy settings saved next to the weights
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")  # ChatML, Llama 3, Gemma, Phi
+TRUNCATED = "\n...(truncated)"
+TOKEN_ALIGNED_KEYS = {"token_type_ids", "mm_token_type_ids"}  # processor outputs with one entry per token
+
+
+def load_pretrained(name: str | Path, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
+    """(model, processor) from a local directory or hub id: a VLM class when the config has a vision part."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor
+
+    config = AutoConfig.from_pretrained(name)
+    is_vlm = getattr(config, "vision_config", None) is not None
+    auto = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
+    if dtype is None:  # full precision on CPU; the checkpoint's own dtype (bf16 for Qwen) on accelerators
+        dtype = torch.float32 if str(device) == "cpu" else "auto"
+    model = auto.from_pretrained(name, dtype=dtype)
+    processor = AutoProcessor.from_pretrained(name)
+    return model, processor
+
+
+@contextlib.contextmanager
+def preserved_rng() -> Iterator[None]:
+    """Restore Python, NumPy and torch global RNG states afterwards (the HF Trainer reseeds them all)."""
+    py, np_state, cpu = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(np_state)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+@contextlib.contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """Hide the `datasets` progress bars TRL's dataset preparation prints, then restore the setting."""
+    from datasets.utils import logging as ds_logging
+
+    enabled = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            ds_logging.enable_progress_bar()
+
+
+class HFPolicy(Policy):
+    """A transformers causal LM or VLM as a policy.
+
+    Args:
+        model: a local path or hub id, or a loaded `PreTrainedModel` (then `processor` is required).
+        processor: the model's tokenizer (text models) or processor (VLMs).
+        max_new_tokens: longest response `act` generates.
+        temperature: sampling temperature of `act` (log-probs are always the model's, at temperature 1).
+        device: where the model runs ('cpu', 'cuda', 'cuda:1', ...).
+        images: 'auto' (screenshots when the model is a VLM), True or False.
+        seed: drives sampling; call k of `act` uses seed (seed, k), so a run replays exactly.
+        max_prompt_tokens: longer prompts lose the tail of their user text (image tokens not counted).
+        dtype: model dtype when loading from a path (default float32 on CPU, the checkpoint's on GPU).
+        sft_batch_size: per-device batch size of `fit_sft`.
+        sft_args: extra `trl.SFTConfig` fields for `fit_sft` (activation_checkpointing, lr_scheduler_type..).
+    """
+
+    name = "hf"
+    trainable = True
+    has_value = False
+
+    def __init__(self, model: Any, processor: Any = None, max_new_tokens: int = 64, temperature: float = 1.0,
+                 device: str = "cpu", images: bool | str = "auto", seed: int = 0,
+                 max_prompt_tokens: int | None = 4096, dtype: Any = None, sft_batch_size: int = 8,
+                 sft_args: dict[str, Any] | None = None):
+        if isinstance(model, (str, Path)):
+            model, loaded = load_pretrained(model, dtype=dtype, device=device)
+            processor = processor if processor is not None else loaded
+        elif processor is None:
+            raise ValueError(f"HFPolicy got a {type(model).__name__} object but processor=None; pass its "
+                             "tokenizer/processor, or give a path so both load with from_pretrained")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.model = model.to(device).eval()
+        self.processor = processor
+        self.tokenizer = getattr(processor, "tokenizer", processor)
+        self.device = torch.device(device)
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.max_prompt_tokens = max_prompt_tokens
+        self.sft_batch_size = sft_batch_size
+        self.sft_args = dict(sft_args or {})
+        self.is_vlm = (getattr(model.config, "vision_config", None) is not None
+                       or getattr(processor, "image_processor", None) is not None)
+        if images not in ("auto", True, False):
+            raise ValueError(f"images must be 'auto', True or False, got {images!r}")
+        if images is True and not self.is_vlm:
+            raise ValueError(f"images=True but {type(model).__name__} is not a vision-language model")
+        self.use_images = self.is_vlm if images == "auto" else bool(images)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        vocab = self.tokenizer.get_vocab()
+        self.eot = next((t for t in END_OF_TURN_TOKENS if t in vocab), self.tokenizer.eos_token)
+        if self.eot is None:
+            raise ValueError(f"tokenizer {type(self.tokenizer).__name__} has no end-of-turn or eos token")
+        self.eot_id = self.tokenizer.convert_tokens_to_ids(self.eot)
+        extra = self.model.generation_config.eos_token_id
+        extra = [] if extra is None else [extra] if isinstance(extra, int) else list(extra)
+        stops = [self.eot_id, self.tokenizer.eos_token_id, *extra]
+        self.stop_ids = [i for i in dict.fromkeys(stops) if i is not None]
+        self._calls = 0
+
+    @classmethod
+    def from_pretrained(cls, path_or_id: str | Path, **kwargs: Any) -> HFPolicy:
+        """Load model + processor from a directory or hub id (the same as `HFPolicy(model=path_or_id)`)."""
+        return cls(model=path_or_id, **kwargs)
+
+    # -- prompts ------------------------------------------------------------------------------------------
+    def messages(self, x: PolicyInput, user_text: str | None = None) -> list[dict[str, Any]]:
+        """The chat for one step: system text, then the rendered prompt (after the screenshot for VLMs)."""
+        user = render_prompt(x) if user_text is None else user_text
+        if not self.use_images:
+            return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": user}]}]
+
+    def _template(self, x: PolicyInput, user_text: str | None = None) -> str:
+        return self.processor.apply_chat_template(self.messages(x, user_text), tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def _n_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_text(self, x: PolicyInput) -> str:
+        """The chat-templated prompt, ending with the assistant generation prompt (max_prompt_tokens)."""
+        text = self._template(x)
+        if self.max_prompt_tokens is None:
+            return text
+        excess = self._n_tokens(text) - self.max_prompt_tokens
+        if excess <= 0:
+            return text
+        ids = self.tokenizer(render_prompt(x), add_special_tokens=False)["input_ids"]
+        keep = max(0, len(ids) - excess - self._n_tokens(TRUNCATED) - 1)
+        return self._template(x, self.tokenizer.decode(ids[:keep]) + TRUNCATED)
+
+    def image(self, x: PolicyInput) -> Image.Image:
+        """The screenshot of a step as a PIL image (VLM input)."""
+        if x.pixels is None:
+            raise ValueError("HFPolicy reads screenshots but PolicyInput.pixels is None; create the env with "
+                             "observation_mode='full' or build the policy with images=False")
+        return Image.fromarray(np.asarray(x.pixels, dtype=np.uint8)).convert("RGB")
+
+    def encode_prompts(self, batch: list[PolicyInput]) -> dict[str, torch.Tensor]:
+        """Left-padded prompt tensors (input_ids, attention_mask, and pixel inputs for VLMs) on the device."""
+        texts = [self.prompt_text(x) for x in batch]
+        kwargs = dict(padding=True, padding_side="left", add_special_tokens=False, return_tensors="pt")
+        if self.use_images:
+            enc = self.processor(text=texts, images=[self.image(x) for x in batch], **kwargs)
+        else:
+            enc = self.tokenizer(texts, **kwargs)
+        return {k: v.to(self.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+
+    # -- scoring ------------------------------------------------------------------------------------------
+    def _score(self, enc: dict[str, torch.Tensor], responses: list[str]) -> torch.Tensor:
+        """Sum of log p(token) over each response + end-of-turn, given left-padded prompts `enc`."""
+        resp = self.tokenizer([r + self.eot for r in responses], padding=True, padding_side="right",
+                              add_special_tokens=False, return_tensors="pt").to(self.device)
+        resp_ids, resp_mask = resp["input_ids"], resp["attention_mask"]
+        inputs = dict(enc)
+        for key in TOKEN_ALIGNED_KEYS & enc.keys():  # per-token extras: response tokens are plain text (0)
+            inputs[key] = torch.cat([enc[key], torch.zeros_like(resp_ids)], dim=1)
+        inputs["input_ids"] = torch.cat([enc["input_ids"], resp_ids], dim=1)
+        inputs["attention_mask"] = torch.cat([enc["attention_mask"], resp_mask], dim=1)
+        logits = self.model(**inputs, use_cache=False, logits_to_keep=resp_ids.shape[1] + 1).logits[:, :-1]
+        logits = logits.float()
+        token_lp = logits.gather(-1, resp_ids.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
+        return (token_lp * resp_mask).sum(-1)
+
+    def log_probs(self, batch: list[PolicyInput], responses: list[str]) -> torch.Tensor:
+        """Differentiable [B] sums of response-token log-probs (the response followed by end-of-turn)."""
+        if len(batch) != len(responses):
+            raise ValueError(f"log_probs got {len(batch)} inputs but {len(responses)} responses")
+        if not batch:
+            return torch.zeros(0, device=self.device)
+        return self._score(self.encode_prompts(batch), list(responses))
+
+    # -- acting -------------------------------------------------------------------------------------------
+    def _decode(self, ids: torch.Tensor) -> str:
+        ids = ids.tolist()
+        stops = set(self.stop_ids)
+        end = next((i for i, t in enumerate(ids) if t in stops), len(ids))
+        return self.tokenizer.decode(ids[:end], skip_special_tokens=True)
+
+    def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:
+        """Batched generation; unparsable text gives action None (an invalid action), never an exception."""
+        if not batch:
+            return []
+        enc = self.encode_prompts(batch)
+        gen = dict(max_new_tokens=self.max_new_tokens, eos_token_id=self.stop_ids,
+                   pad_token_id=self.tokenizer.pad_token_id, num_beams=1)
+        if greedy:
+            gen.update(do_sample=False)
+        else:  # sample the model's own distribution: no top-k/top-p/penalty from the checkpoint's config
+            gen.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0, min_p=None,
+                       repetition_penalty=1.0)
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        call_seed = (self.seed * 1_000_003 + self._calls) % 2**63
+        self._calls += 1
+        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+            torch.manual_seed(call_seed)
+            out = self.model.generate(**enc, **gen)
+            texts = [self._decode(row) for row in out[:, enc["input_ids"].shape[1]:]]
+            logprobs = self._score(enc, texts).tolist()
+        outputs = []
+        for text, lp in zip(texts, logprobs, strict=True):
+            action, _ = try_parse_action(text)
+            outputs.append(PolicyOutput(text=text, action=action, logprob=float(lp)))
+        return outputs
+
+    # -- training -----------------------------------------------------------------------------------------
+    def sft_dataset(self, samples: list[tuple[PolicyInput, str]]) -> Any:
+        """TRL prompt/completion `datasets.Dataset` (+ an "images" column for VLMs)."""
+        from datasets import Dataset
+
+        rows: dict[str, list[Any]] = {"prompt": [self.prompt_text(x) for x, _ in samples],
+                                      "completion": [r + self.eot for _, r in samples]}
+        if self.use_images:
+            rows["images"] = [[self.image(x)] for x, _ in samples]
+        return Dataset.from_dict(rows)
+
+    def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
+                seed: int = 0) -> dict[str, float]:
+        """Fine-tune with TRL's SFTTrainer, loss on the completion (response + end-of-turn) only."""
+        from transformers import PrinterCallback
+        from trl import SFTConfig, SFTTrainer
+
+        if not samples:
+            raise ValueError("fit_sft got no samples; expected a list of (PolicyInput, response) pairs")
+        on_cpu = self.device.type == "cpu"
+        cfg = dict(num_train_epochs=epochs, learning_rate=2e-5 if lr is None else lr, seed=seed,
+                   data_seed=seed, per_device_train_batch_size=self.sft_batch_size, use_cpu=on_cpu,
+                   bf16=False, report_to=[], save_strategy="no", logging_steps=1, completion_only_loss=True,
+                   max_length=None, activation_checkpointing=not on_cpu, disable_tqdm=True)
+        if self.tokenizer.eos_token != self.eot:  # else TRL appends eos after our end-of-turn in text data
+            cfg["eos_token"] = self.eot
+        cfg.update(self.sft_args)
+        with tempfile.TemporaryDirectory() as tmp, preserved_rng(), quiet_datasets():
+            dataset = self.sft_dataset(samples)
+            trainer = SFTTrainer(model=self.model, args=SFTConfig(output_dir=tmp, **cfg),
+                                 train_dataset=dataset,
+                                 processing_class=self.processor if self.use_images else self.tokenizer)
+            trainer.remove_callback(PrinterCallback)
+            result = trainer.train()
+        self.model.eval()
+        if getattr(self.model, "is_activation_checkpointing", False):
+            self.model.activation_checkpointing_disable()
+        self.model.config.use_cache = True
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        return {"loss": float(losses[-1]), "loss_first": float(losses[0]),
+                "loss_mean": float(result.training_loss), "steps": float(trainer.state.global_step),
+                "samples": float(len(samples))}
+
+    # -- persistence --------------------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
+                "images": self.use_images, "seed": self.seed, "max_prompt_tokens": self.max_prompt_tokens}
+
+    def save(self, path: str | Path) -> None:
+        """Weights (safetensors), processor/tokenizer and policy settings, loadable by `HFPolicy.load`."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.processor.save_pretrained(path)
+        (path / SETTINGS_FILE).write_text(json.dumps(self.settings(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path, **kwargs: Any) -> HFPolicy:
+        """A policy saved by `save` (its settings are defaults; kwargs override them)."""
+        settings_file = Path(path) / SETTINGS_FILE
+        settings = json.loads(settings_file.read_text()) if settings_file.exists() else {}
+        return cls(model=path, **{**settings, **kwargs})

@@ -40,6 +40,7 @@ class TrainConfig:
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
     progress: bool = True  # progress bars
     cache_dir: str = ".cache/voyager-gym"  # where base policies are cached
+    torch_threads: int = 1  # small models gain little from more, and stall badly when cores are shared
     base: BaseConfig = dataclasses.field(default_factory=BaseConfig)
     rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
 

@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> dict:
     if (out / "checkpoint.json").exists() and not cfg.resume:
         raise SystemExit(f"{out} already holds a run; pass resume=true to continue it or choose another out_dir")
     tasks = resolve_tasks(cfg.tasks)
+    import torch
+
+    torch.set_num_threads(cfg.torch_threads)
     run = Run(out, as_dict(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
     envs = make_envs(cfg)
     t0 = time.perf_counter()

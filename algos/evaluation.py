@@ -29,17 +29,33 @@ def pass_at_1(trajectories: list[Trajectory]) -> dict[str, Any]:
         by_task[t.task].append(float(t.score))
     per_task = {k: sum(v) / len(v) for k, v in sorted(by_task.items())}
     overall = sum(per_task.values()) / len(per_task) if per_task else float("nan")
-    return {"pass_at_1": overall, "per_task": per_task, "episodes": len(trajectories), "errored": errored,
-            "tasks_all_errored": sorted(tasks - set(per_task))}
+    return {
+        "pass_at_1": overall,
+        "per_task": per_task,
+        "episodes": len(trajectories),
+        "errored": errored,
+        "tasks_all_errored": sorted(tasks - set(per_task)),
+    }
 
 
-def evaluate(policy: Policy, envs: Any, tasks: list[str], n_per_task: int = 2, seed: int = 0,
-             greedy: bool = True, progress: bool = False) -> dict[str, Any]:
+def evaluate(
+    policy: Policy,
+    envs: Any,
+    tasks: list[str],
+    n_per_task: int = 2,
+    seed: int = 0,
+    greedy: bool = True,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Pass@1 of `policy` on the held-out suite (AndroidWorld seeding, suite seed 30): `n_per_task` instances
     per task, one greedy rollout each. `seed` only changes screen noise."""
     instances = eval_suite(tasks, n_per_task=n_per_task)
-    groups = collect(policy, envs, instances, RolloutConfig(group_size=1, greedy=greedy, thumb_width=0,
-                                                             seed=10_000 + seed, progress=progress))
+    groups = collect(
+        policy,
+        envs,
+        instances,
+        RolloutConfig(group_size=1, greedy=greedy, thumb_width=0, seed=10_000 + seed, progress=progress),
+    )
     trajs = [t for g in groups for t in g.trajectories]
     out = pass_at_1(trajs)
     out["env_steps"] = sum(len(t.steps) for t in trajs)

@@ -14,9 +14,9 @@ from voyager_gym.observation import UIElement, format_elements
 
 HISTORY_LEN = 8  # previous actions shown in a prompt
 SYSTEM = (
-    "You are an agent that operates an Android phone to complete the user's goal. Each turn you see the goal, "
-    "your previous actions and the screen's UI elements, numbered. Answer with one line 'Reason: ...' and one "
-    "line 'Action: {json}' using an AndroidWorld JSON action (click, long_press, input_text, scroll, "
+    "You are an agent that operates an Android phone to complete the user's goal. Each turn you see the "
+    "goal, your previous actions and the screen's UI elements, numbered. Answer with one line 'Reason: ...' "
+    "and one line 'Action: {json}' using an AndroidWorld JSON action (click, long_press, input_text, scroll, "
     "navigate_back, navigate_home, open_app, keyboard_enter, wait, answer, status)."
 )
 
@@ -33,9 +33,17 @@ class PolicyInput:
     max_steps: int = 10
 
     @classmethod
-    def from_obs(cls, obs: dict[str, Any], history: list[str], step: int = 0, max_steps: int = 10) -> PolicyInput:
-        return cls(goal=obs["goal"], elements=tuple(obs["ui_elements"]), history=list(history),
-                   pixels=obs.get("pixels"), step=step, max_steps=max_steps)
+    def from_obs(
+        cls, obs: dict[str, Any], history: list[str], step: int = 0, max_steps: int = 10
+    ) -> PolicyInput:
+        return cls(
+            goal=obs["goal"],
+            elements=tuple(obs["ui_elements"]),
+            history=list(history),
+            pixels=obs.get("pixels"),
+            step=step,
+            max_steps=max_steps,
+        )
 
 
 def render_prompt(x: PolicyInput) -> str:

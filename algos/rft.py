@@ -34,11 +34,21 @@ class RFTConfig:
 
 def success_samples(groups: list[Group]) -> list[tuple[PolicyInput, str]]:
     """(input, response) for every step of every successful trajectory."""
-    return [(s.policy_input(), s.response) for g in groups for t in g.trajectories if t.success for s in t.steps]
+    return [
+        (s.policy_input(), s.response) for g in groups for t in g.trajectories if t.success for s in t.steps
+    ]
 
 
-def train(policy: Policy, envs: Any, run: Run, cfg: RFTConfig, tasks: list[str], seed: int,
-          eval_n_per_task: int, progress: bool = False) -> dict[str, Any]:
+def train(
+    policy: Policy,
+    envs: Any,
+    run: Run,
+    cfg: RFTConfig,
+    tasks: list[str],
+    seed: int,
+    eval_n_per_task: int,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Run (or resume) RFT in `run`'s folder. Returns the last evaluation."""
     gen = TrainGenerator(tasks, seed=seed)
     pool = TrajectoryBuffer()
@@ -55,16 +65,32 @@ def train(policy: Policy, envs: Any, run: Run, cfg: RFTConfig, tasks: list[str],
     if start_round == 0:
         seed_everything(seed)
         ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress)
-        run.log({"algo": "rft", "seed": seed, "iteration": 0, "env_steps": 0, "pass_at_1": ev["pass_at_1"],
-                 "per_task": ev["per_task"], "eval_episodes": ev["episodes"], "wall_s": time.perf_counter() - t0})
-        run.checkpoint(0, policy, {"env_steps": 0, "wall_s": time.perf_counter() - t0}, {"successes.parquet": pool})
+        run.log(
+            {
+                "algo": "rft",
+                "seed": seed,
+                "iteration": 0,
+                "env_steps": 0,
+                "pass_at_1": ev["pass_at_1"],
+                "per_task": ev["per_task"],
+                "eval_episodes": ev["episodes"],
+                "wall_s": time.perf_counter() - t0,
+            }
+        )
+        run.checkpoint(
+            0, policy, {"env_steps": 0, "wall_s": time.perf_counter() - t0}, {"successes.parquet": pool}
+        )
         start_round = 1
     ev: dict[str, Any] = {}
     for r in range(start_round, cfg.rounds + 1):
         seed_everything(seed * 1000 + r)  # per-round seeding: a resumed run repeats the same round exactly
-        instances = gen.take(cfg.instances_per_round * r)[cfg.instances_per_round * (r - 1):]
-        groups = collect(policy, envs, instances, RolloutConfig(group_size=cfg.group_size, thumb_width=0,
-                                                                 seed=seed * 1000 + r, progress=progress))
+        instances = gen.take(cfg.instances_per_round * r)[cfg.instances_per_round * (r - 1) :]
+        groups = collect(
+            policy,
+            envs,
+            instances,
+            RolloutConfig(group_size=cfg.group_size, thumb_width=0, seed=seed * 1000 + r, progress=progress),
+        )
         trajs = [t for g in groups for t in g.trajectories]
         env_steps += sum(len(t.steps) for t in trajs)
         wins = [g for g in groups if any(t.success for t in g.trajectories)]
@@ -78,11 +104,26 @@ def train(policy: Policy, envs: Any, run: Run, cfg: RFTConfig, tasks: list[str],
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed * 1000 + r) if samples else {}
         ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress)
         ok = [t for t in trajs if not t.errored]
-        run.log({"algo": "rft", "seed": seed, "iteration": r, "env_steps": env_steps,
-                 "pass_at_1": ev["pass_at_1"], "per_task": ev["per_task"], "eval_episodes": ev["episodes"],
-                 "train/success_rate": sum(t.success for t in ok) / max(1, len(ok)),
-                 "train/errored": len(trajs) - len(ok), "train/sft_samples": len(samples),
-                 "losses/sft": fit.get("loss", float("nan")), "wall_s": time.perf_counter() - t0})
-        run.checkpoint(r, policy, {"env_steps": env_steps, "wall_s": time.perf_counter() - t0},
-                       {"successes.parquet": pool})
+        run.log(
+            {
+                "algo": "rft",
+                "seed": seed,
+                "iteration": r,
+                "env_steps": env_steps,
+                "pass_at_1": ev["pass_at_1"],
+                "per_task": ev["per_task"],
+                "eval_episodes": ev["episodes"],
+                "train/success_rate": sum(t.success for t in ok) / max(1, len(ok)),
+                "train/errored": len(trajs) - len(ok),
+                "train/sft_samples": len(samples),
+                "losses/sft": fit.get("loss", float("nan")),
+                "wall_s": time.perf_counter() - t0,
+            }
+        )
+        run.checkpoint(
+            r,
+            policy,
+            {"env_steps": env_steps, "wall_s": time.perf_counter() - t0},
+            {"successes.parquet": pool},
+        )
     return ev

@@ -48,17 +48,29 @@ def _row(x: Any, i: int) -> Any:
     return x[i]
 
 
-def collect(policy: Policy, envs: Any, instances: list[TaskInstance], cfg: RolloutConfig | None = None,
-            ) -> list[Group]:
-    """Roll `policy` out G times on each instance. `envs` is a vector env made by `voyager_gym.vector.make_vec`
-    (autoreset DISABLED). Returns one Group per instance, trajectories in rollout order."""
+def collect(
+    policy: Policy,
+    envs: Any,
+    instances: list[TaskInstance],
+    cfg: RolloutConfig | None = None,
+) -> list[Group]:
+    """Roll `policy` out G times on each instance. `envs` is a vector env made by
+    `voyager_gym.vector.make_vec` (autoreset DISABLED). Returns one Group per instance, trajectories in
+    rollout order."""
     cfg = cfg or RolloutConfig()
     n = envs.num_envs
     G = cfg.group_size
     jobs = [(k, g) for k in range(len(instances)) for g in range(G)]
-    groups = [Group(group_id=f"g{k}-{uuid.UUID(int=(cfg.seed << 32) + k).hex[:8]}", task=inst.name,
-                    instance_seed=inst.seed, params=dict(inst.params), trajectories=[])
-              for k, inst in enumerate(instances)]
+    groups = [
+        Group(
+            group_id=f"g{k}-{uuid.UUID(int=(cfg.seed << 32) + k).hex[:8]}",
+            task=inst.name,
+            instance_seed=inst.seed,
+            params=dict(inst.params),
+            trajectories=[],
+        )
+        for k, inst in enumerate(instances)
+    ]
     slots: list[list[Trajectory | None]] = [[None] * G for _ in instances]
     policy.bind(envs)
 
@@ -94,10 +106,19 @@ def collect(policy: Policy, envs: Any, instances: list[TaskInstance], cfg: Rollo
             j = job_of[i]
             if j is not None:
                 k, g = jobs[j]
-                trajs[i] = Trajectory(traj_id=f"{groups[k].group_id}-r{g}", group_id=groups[k].group_id,
-                                      task=instances[k].name, instance_seed=instances[k].seed,
-                                      params=dict(instances[k].params), goal=obs_i[i]["goal"], steps=[],
-                                      score=0.0, success=False, errored=False, env_seed=seeds[i])
+                trajs[i] = Trajectory(
+                    traj_id=f"{groups[k].group_id}-r{g}",
+                    group_id=groups[k].group_id,
+                    task=instances[k].name,
+                    instance_seed=instances[k].seed,
+                    params=dict(instances[k].params),
+                    goal=obs_i[i]["goal"],
+                    steps=[],
+                    score=0.0,
+                    success=False,
+                    errored=False,
+                    env_seed=seeds[i],
+                )
             else:
                 trajs[i] = None
 
@@ -112,8 +133,15 @@ def collect(policy: Policy, envs: Any, instances: list[TaskInstance], cfg: Rollo
     start(np.ones(n, dtype=bool))
     try:
         while done_jobs < len(jobs):
-            batch = [PolicyInput.from_obs(obs_i[i], hist[i], step=int(info_i[i].get("step", 0)),
-                                          max_steps=int(info_i[i].get("max_steps", 10))) for i in range(n)]
+            batch = [
+                PolicyInput.from_obs(
+                    obs_i[i],
+                    hist[i],
+                    step=int(info_i[i].get("step", 0)),
+                    max_steps=int(info_i[i].get("max_steps", 10)),
+                )
+                for i in range(n)
+            ]
             outs = policy.act(batch, greedy=cfg.greedy)
             actions = [o.text for o in outs]
             obs, rewards, terms, truncs, infos = envs.step(actions)
@@ -123,17 +151,29 @@ def collect(policy: Policy, envs: Any, instances: list[TaskInstance], cfg: Rollo
                 t = trajs[i]
                 if t is not None:
                     x, o = batch[i], outs[i]
-                    t.steps.append(Step(
-                        group_id=t.group_id, traj_id=t.traj_id, t=len(t.steps), goal=x.goal,
-                        history=list(x.history), prompt=render_prompt(x), response=o.text,
-                        action=o.action.to_dict() if o.action is not None else None,
-                        valid=o.action is not None and info.get("invalid_action") is None,
-                        invalid_reason=info.get("invalid_action"),
-                        ui_elements=[e.to_dict() for e in x.elements], screen_key=str(info_i[i].get("screen_key", "")),
-                        thumbnail=_thumb(x.pixels, cfg.thumb_width),
-                        frame=np.array(x.pixels) if cfg.keep_frames and x.pixels is not None else None,
-                        reward=float(rewards[i]), done=bool(terms[i] or truncs[i]), logprob=float(o.logprob),
-                        value=o.value, step_max=x.max_steps))
+                    t.steps.append(
+                        Step(
+                            group_id=t.group_id,
+                            traj_id=t.traj_id,
+                            t=len(t.steps),
+                            goal=x.goal,
+                            history=list(x.history),
+                            prompt=render_prompt(x),
+                            response=o.text,
+                            action=o.action.to_dict() if o.action is not None else None,
+                            valid=o.action is not None and info.get("invalid_action") is None,
+                            invalid_reason=info.get("invalid_action"),
+                            ui_elements=[e.to_dict() for e in x.elements],
+                            screen_key=str(info_i[i].get("screen_key", "")),
+                            thumbnail=_thumb(x.pixels, cfg.thumb_width),
+                            frame=np.array(x.pixels) if cfg.keep_frames and x.pixels is not None else None,
+                            reward=float(rewards[i]),
+                            done=bool(terms[i] or truncs[i]),
+                            logprob=float(o.logprob),
+                            value=o.value,
+                            step_max=x.max_steps,
+                        )
+                    )
                     hist[i].append(o.action.to_json() if o.action is not None else "(invalid action)")
                 obs_i[i], info_i[i] = _row(obs, i), info
                 if terms[i] or truncs[i]:

@@ -47,8 +47,15 @@ class Run:
     """Owns `out_dir`. `log(row)` appends to metrics.jsonl and wandb; `checkpoint(...)` saves the state of
     iteration K so that a killed run resumes from the last completed iteration."""
 
-    def __init__(self, out_dir: str | Path, config: dict[str, Any], wandb_mode: str = "offline",
-                 project: str = "voyager-gym", group: str | None = None, name: str | None = None):
+    def __init__(
+        self,
+        out_dir: str | Path,
+        config: dict[str, Any],
+        wandb_mode: str = "offline",
+        project: str = "voyager-gym",
+        group: str | None = None,
+        name: str | None = None,
+    ):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.config = config
@@ -66,8 +73,17 @@ class Run:
         os.environ.setdefault("WANDB_SILENT", "true")
         id_file = self.dir / "wandb_id"
         run_id = id_file.read_text().strip() if id_file.exists() else None
-        run = wandb.init(project=project, dir=str(self.dir), mode=mode, config=self.config, group=group,
-                         name=name or self.dir.name, id=run_id, resume="allow", reinit="finish_previous")
+        run = wandb.init(
+            project=project,
+            dir=str(self.dir),
+            mode=mode,
+            config=self.config,
+            group=group,
+            name=name or self.dir.name,
+            id=run_id,
+            resume="allow",
+            reinit="finish_previous",
+        )
         if run_id is None:
             atomic_write_text(id_file, run.id)
         run.define_metric("env_steps")
@@ -81,7 +97,9 @@ class Run:
             f.flush()
             os.fsync(f.fileno())
         if self._wandb is not None:
-            self._wandb.log({k: v for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)})
+            self._wandb.log(
+                {k: v for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+            )
 
     def metrics(self) -> list[dict[str, Any]]:
         if not self.metrics_path.exists():
@@ -100,8 +118,9 @@ class Run:
         atomic_write_text(self.metrics_path, "".join(json.dumps(r, default=_jsonable) + "\n" for r in rows))
 
     # -- checkpoints -----------------------------------------------------------------------------------
-    def checkpoint(self, iteration: int, policy: Any, state: dict[str, Any],
-                   extra: dict[str, Any] | None = None) -> Path:
+    def checkpoint(
+        self, iteration: int, policy: Any, state: dict[str, Any], extra: dict[str, Any] | None = None
+    ) -> Path:
         """Save policy + JSON state (+ extra objects with a `.save(path)`) for `iteration`, then point
         checkpoint.json at it. A kill at any moment leaves the previous checkpoint usable."""
         final = self.dir / "checkpoints" / f"it_{iteration}"
@@ -112,11 +131,15 @@ class Run:
         policy.save(tmp / "policy")
         for name, obj in (extra or {}).items():
             obj.save(tmp / name)
-        atomic_write_text(tmp / "state.json", json.dumps({"iteration": iteration, **state}, default=_jsonable))
+        atomic_write_text(
+            tmp / "state.json", json.dumps({"iteration": iteration, **state}, default=_jsonable)
+        )
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        atomic_write_text(self.dir / "checkpoint.json", json.dumps({"iteration": iteration, "path": final.name}))
+        atomic_write_text(
+            self.dir / "checkpoint.json", json.dumps({"iteration": iteration, "path": final.name})
+        )
         for old in (self.dir / "checkpoints").glob("it_*"):  # keep the last two
             if old.name not in (final.name, f"it_{iteration - 1}"):
                 shutil.rmtree(old, ignore_errors=True)

@@ -53,7 +53,9 @@ def new_policy(cfg: Any) -> Policy:
 
             tok = tiny.build_tiny_tokenizer()
             if cfg.hf_model == "tiny-lm":
-                return HFPolicy(model=tiny.build_tiny_causal_lm(tok, seed=cfg.seed), processor=tok, seed=cfg.seed)
+                return HFPolicy(
+                    model=tiny.build_tiny_causal_lm(tok, seed=cfg.seed), processor=tok, seed=cfg.seed
+                )
             model, proc = tiny.build_tiny_vlm(tok, seed=cfg.seed)
             return HFPolicy(model=model, processor=proc, seed=cfg.seed)
         return HFPolicy.from_pretrained(cfg.hf_model)
@@ -76,14 +78,26 @@ def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
             instances.append(inst)
         if len(instances) == k * b.demos_per_task:
             break
-    groups = collect(ExpertPolicy(), envs, instances, RolloutConfig(group_size=1, greedy=True, thumb_width=0,
-                                                                   seed=b.seed, progress=cfg.progress))
+    groups = collect(
+        ExpertPolicy(),
+        envs,
+        instances,
+        RolloutConfig(group_size=1, greedy=True, thumb_width=0, seed=b.seed, progress=cfg.progress),
+    )
     return success_samples(groups)
 
 
 def base_key(cfg: Any, tasks: list[str]) -> str:
-    spec = {"v": BASE_VERSION, "policy": cfg.policy, "hf_model": cfg.hf_model, "base": vars(cfg.base),
-            "tasks": tasks, "render_scale": cfg.render_scale, "noise": cfg.noise, "seed": cfg.seed}
+    spec = {
+        "v": BASE_VERSION,
+        "policy": cfg.policy,
+        "hf_model": cfg.hf_model,
+        "base": vars(cfg.base),
+        "tasks": tasks,
+        "render_scale": cfg.render_scale,
+        "noise": cfg.noise,
+        "seed": cfg.seed,
+    }
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

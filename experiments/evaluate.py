@@ -1,7 +1,7 @@
 """AndroidWorld Pass@1 of a policy on the held-out suite, over several noise seeds, with a per-task table.
 
-    python experiments/evaluate.py policy_path=runs/rft-s0/checkpoints/it_4/policy [seeds=3] [n_per_task=2]
-    python experiments/evaluate.py policy=expert      # the experts' ceiling
+python experiments/evaluate.py policy_path=runs/rft-s0/checkpoints/it_4/policy [seeds=3] [n_per_task=2]
+python experiments/evaluate.py policy=expert      # the experts' ceiling
 """
 
 from __future__ import annotations
@@ -42,18 +42,27 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"policy={cfg.policy} needs policy_path=<saved policy folder>")
     policy = load_policy(cfg.policy, cfg.policy_path) if cfg.policy_path else make_policy(cfg.policy)
     envs = make_envs(cfg)
-    runs = [evaluate(policy, envs, tasks, cfg.n_per_task, seed=s, progress=cfg.progress) for s in range(cfg.seeds)]
+    runs = [
+        evaluate(policy, envs, tasks, cfg.n_per_task, seed=s, progress=cfg.progress) for s in range(cfg.seeds)
+    ]
     envs.close()
     scores = [r["pass_at_1"] for r in runs]
     per_task = {t: statistics.mean(r["per_task"].get(t, float("nan")) for r in runs) for t in tasks}
-    result = {"pass_at_1_mean": statistics.mean(scores), "pass_at_1_std": statistics.pstdev(scores),
-              "pass_at_1_by_seed": scores, "per_task": per_task, "episodes": sum(r["episodes"] for r in runs),
-              "errored": sum(r["errored"] for r in runs)}
+    result = {
+        "pass_at_1_mean": statistics.mean(scores),
+        "pass_at_1_std": statistics.pstdev(scores),
+        "pass_at_1_by_seed": scores,
+        "per_task": per_task,
+        "episodes": sum(r["episodes"] for r in runs),
+        "errored": sum(r["errored"] for r in runs),
+    }
     width = max(len(t) for t in tasks)
     for t in tasks:
         print(f"{t:<{width}}  {per_task[t]:.2f}")
-    print(f"Pass@1 {result['pass_at_1_mean']:.3f} ± {result['pass_at_1_std']:.3f} over {cfg.seeds} seeds "
-          f"({result['episodes']} episodes, {result['errored']} errored)")
+    print(
+        f"Pass@1 {result['pass_at_1_mean']:.3f} ± {result['pass_at_1_std']:.3f} over {cfg.seeds} seeds "
+        f"({result['episodes']} episodes, {result['errored']} errored)"
+    )
     if cfg.out:
         Path(cfg.out).write_text(json.dumps(result, indent=2))
     return result

@@ -24,10 +24,14 @@ ALGOS = ("rft",)
 def main(argv: list[str] | None = None) -> dict:
     cfg = parse(sys.argv[1:] if argv is None else argv)
     if cfg.algo not in ALGOS:
-        raise SystemExit(f"unknown algo {cfg.algo!r}; available: {', '.join(ALGOS)} (grsd, grpo, ppo: not built yet)")
+        raise SystemExit(
+            f"unknown algo {cfg.algo!r}; available: {', '.join(ALGOS)} (grsd, grpo, ppo: not built yet)"
+        )
     out = Path(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}")
     if (out / "checkpoint.json").exists() and not cfg.resume:
-        raise SystemExit(f"{out} already holds a run; pass resume=true to continue it or choose another out_dir")
+        raise SystemExit(
+            f"{out} already holds a run; pass resume=true to continue it or choose another out_dir"
+        )
     tasks = resolve_tasks(cfg.tasks)
     import torch
 
@@ -40,14 +44,18 @@ def main(argv: list[str] | None = None) -> dict:
         if cfg.algo == "rft":
             from algos import rft
 
-            last = rft.train(policy, envs, run, cfg.rft, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress)
+            last = rft.train(
+                policy, envs, run, cfg.rft, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress
+            )
     finally:
         envs.close()
         run.close()
     rows = run.metrics()
     first, final = rows[0]["pass_at_1"], rows[-1]["pass_at_1"]
-    print(f"{cfg.algo}: Pass@1 {first:.3f} -> {final:.3f} over {len(rows) - 1} iterations, "
-          f"{rows[-1]['env_steps']} env steps, {time.perf_counter() - t0:.0f} s; run folder {out}")
+    print(
+        f"{cfg.algo}: Pass@1 {first:.3f} -> {final:.3f} over {len(rows) - 1} iterations, "
+        f"{rows[-1]['env_steps']} env steps, {time.perf_counter() - t0:.0f} s; run folder {out}"
+    )
     return last
 
 

@@ -121,7 +121,9 @@ class VoyagerEnv(gym.Env):
             # seed to its own {"task", "params"}, so one batched reset can start different task instances.
             table = options.pop("instances")
             if seed not in table:
-                raise KeyError(f"reset seed {seed} has no entry in options['instances'] (keys: {sorted(table)})")
+                raise KeyError(
+                    f"reset seed {seed} has no entry in options['instances'] (keys: {sorted(table)})"
+                )
             options.update(table[seed])
         name = options.get("task")
         if name is None:

@@ -1,9 +1,9 @@
 """The policy interface every algorithm uses.
 
-A policy maps a batch of `PolicyInput`s to responses (`Reason: ... Action: {json}` text, the parsed action, the
-behaviour log-prob of the response, and a value estimate where it has a value head). Trainable policies also
-score given responses (`log_probs`, differentiable), fine-tune on (input, response) pairs (`fit_sft`), and
-save/load their weights with safetensors.
+A policy maps a batch of `PolicyInput`s to responses (`Reason: ... Action: {json}` text, the parsed action,
+the behaviour log-prob of the response, and a value estimate where it has a value head). Trainable policies
+also score given responses (`log_probs`, differentiable), fine-tune on (input, response) pairs (`fit_sft`),
+and save/load their weights with safetensors.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from voyager_gym.actions import Action
-
 from algos.prompt import PolicyInput
+from voyager_gym.actions import Action
 
 
 @dataclasses.dataclass
@@ -33,7 +32,7 @@ class Policy(abc.ABC):
     trainable: bool = False
     has_value: bool = False
 
-    def bind(self, envs: Any) -> None:
+    def bind(self, envs: Any) -> None:  # noqa: B027 - optional hook
         """Called by rollouts with the (vector) env before acting; only the expert needs it."""
 
     @abc.abstractmethod
@@ -48,8 +47,9 @@ class Policy(abc.ABC):
         """Value estimates (torch tensor [B]) for policies with a value head."""
         raise NotImplementedError(f"{type(self).__name__} has no value head")
 
-    def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
-                seed: int = 0) -> dict[str, float]:
+    def fit_sft(
+        self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None, seed: int = 0
+    ) -> dict[str, float]:
         """Supervised fine-tuning on (input, response) pairs, loss on the response only. Returns metrics."""
         raise NotImplementedError(f"{type(self).__name__} is not trainable")
 

@@ -6,14 +6,30 @@ from typing import Any
 
 import numpy as np
 
-from voyager_gym.actions import Action, parse_action
-
 from algos.policies.base import Policy, PolicyOutput
 from algos.prompt import PolicyInput, render_response
+from voyager_gym.actions import Action, parse_action
 
-APP_NAMES = ("Settings", "Clock", "Contacts", "Markor", "Files", "Pro Expense", "Broccoli", "Simple Calendar Pro",
-             "Simple SMS Messenger", "Chrome", "Camera", "Audio Recorder", "Tasks", "Joplin", "OpenTracks", "VLC",
-             "Clipper", "Phone")
+APP_NAMES = (
+    "Settings",
+    "Clock",
+    "Contacts",
+    "Markor",
+    "Files",
+    "Pro Expense",
+    "Broccoli",
+    "Simple Calendar Pro",
+    "Simple SMS Messenger",
+    "Chrome",
+    "Camera",
+    "Audio Recorder",
+    "Tasks",
+    "Joplin",
+    "OpenTracks",
+    "VLC",
+    "Clipper",
+    "Phone",
+)
 
 
 class ExpertPolicy(Policy):
@@ -31,9 +47,13 @@ class ExpertPolicy(Policy):
     def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:
         if self.envs is None:
             raise RuntimeError("ExpertPolicy.act needs bind(envs) first: the expert reads each env's task")
-        texts = self.envs.call("expert_action") if hasattr(self.envs, "num_envs") else [self.envs.expert_action()]
+        texts = (
+            self.envs.call("expert_action") if hasattr(self.envs, "num_envs") else [self.envs.expert_action()]
+        )
         if len(texts) != len(batch):
-            raise ValueError(f"batch of {len(batch)} inputs for {len(texts)} envs; the expert acts for all envs")
+            raise ValueError(
+                f"batch of {len(batch)} inputs for {len(texts)} envs; the expert acts for all envs"
+            )
         out = []
         for t in texts:
             a = parse_action(t)

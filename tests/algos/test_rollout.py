@@ -29,7 +29,11 @@ def test_expert_groups_are_complete_and_successful(mode):
         assert all(t.params == inst.params for t in g.trajectories)
         for t in g.trajectories:
             assert [s.t for s in t.steps] == list(range(len(t.steps)))
-            assert t.steps[-1].done and t.steps[-1].reward == 1.0 and t.steps[-1].action["action_type"] == "status"
+            assert (
+                t.steps[-1].done
+                and t.steps[-1].reward == 1.0
+                and t.steps[-1].action["action_type"] == "status"
+            )
             assert all(s.thumbnail is not None and s.thumbnail.shape[1] == 32 for s in t.steps)
             assert all(s.valid and s.goal == t.goal for s in t.steps)
             assert t.steps[0].history == [] and len(t.steps[-1].history) == len(t.steps) - 1
@@ -77,16 +81,32 @@ def test_errored_episode_is_flagged_and_the_rest_continue():
 
 
 def _traj(task, score, errored=False):
-    return Trajectory(traj_id=f"{task}-{score}-{errored}-{np.random.rand()}", group_id="g", task=task,
-                      instance_seed=0, params={}, goal="", steps=[], score=float("nan") if errored else score,
-                      success=score >= 1.0 and not errored, errored=errored, env_seed=0)
+    return Trajectory(
+        traj_id=f"{task}-{score}-{errored}-{np.random.rand()}",
+        group_id="g",
+        task=task,
+        instance_seed=0,
+        params={},
+        goal="",
+        steps=[],
+        score=float("nan") if errored else score,
+        success=score >= 1.0 and not errored,
+        errored=errored,
+        env_seed=0,
+    )
 
 
 def test_pass_at_1_is_mean_per_template_then_over_templates():
-    trajs = [_traj("A", 1.0), _traj("A", 0.0), _traj("A", 1.0), _traj("A", 0.0),  # A: 0.5
-             _traj("B", 1.0),  # B: 1.0
-             _traj("C", 0.5), _traj("C", 0.0, errored=True),  # C: 0.5 (errored excluded)
-             _traj("D", 0.0, errored=True)]  # D: only errored -> left out
+    trajs = [
+        _traj("A", 1.0),
+        _traj("A", 0.0),
+        _traj("A", 1.0),
+        _traj("A", 0.0),  # A: 0.5
+        _traj("B", 1.0),  # B: 1.0
+        _traj("C", 0.5),
+        _traj("C", 0.0, errored=True),  # C: 0.5 (errored excluded)
+        _traj("D", 0.0, errored=True),
+    ]  # D: only errored -> left out
     r = pass_at_1(trajs)
     assert r["per_task"] == {"A": 0.5, "B": 1.0, "C": 0.5}
     assert r["pass_at_1"] == pytest.approx(2.0 / 3.0)

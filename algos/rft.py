@@ -17,7 +17,7 @@ from algos.buffer import Group, TrajectoryBuffer
 from algos.evaluation import evaluate
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
-from algos.rollout import RolloutConfig, collect
+from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import Run, seed_everything
 from voyager_gym.suites import TrainGenerator
 
@@ -84,12 +84,14 @@ def train(
     ev: dict[str, Any] = {}
     for r in range(start_round, cfg.rounds + 1):
         seed_everything(seed * 1000 + r)  # per-round seeding: a resumed run repeats the same round exactly
+        policy.reseed(seed * 1000 + r)
         instances = gen.take(cfg.instances_per_round * r)[cfg.instances_per_round * (r - 1) :]
         groups = collect(
             policy,
             envs,
             instances,
-            RolloutConfig(group_size=cfg.group_size, thumb_width=0, seed=seed * 1000 + r, progress=progress),
+            RolloutConfig(group_size=cfg.group_size, thumb_width=0, keep_frames=has_pixels(envs),
+                          seed=seed * 1000 + r, progress=progress),
         )
         trajs = [t for g in groups for t in g.trajectories]
         env_steps += sum(len(t.steps) for t in trajs)

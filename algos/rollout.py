@@ -9,7 +9,6 @@ full batch. Each finished trajectory lands in its instance's `Group`. Errored ep
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,12 @@ class RolloutConfig:
     keep_frames: bool = False  # also keep the full frames
     progress: bool = False  # a rich progress bar
     seed: int = 0  # base of the per-trajectory env seeds (screen noise)
+
+
+def has_pixels(envs: Any) -> bool:
+    """Whether the (vector) env's observations carry screenshots (then image policies train on the frames)."""
+    space = getattr(envs, "single_observation_space", None) or envs.observation_space
+    return "pixels" in getattr(space, "spaces", {})
 
 
 def _thumb(pixels: np.ndarray | None, width: int) -> np.ndarray | None:
@@ -63,7 +68,7 @@ def collect(
     jobs = [(k, g) for k in range(len(instances)) for g in range(G)]
     groups = [
         Group(
-            group_id=f"g{k}-{uuid.UUID(int=(cfg.seed << 32) + k).hex[:8]}",
+            group_id=f"s{cfg.seed}-g{k}",  # unique per rollout seed and instance
             task=inst.name,
             instance_seed=inst.seed,
             params=dict(inst.params),

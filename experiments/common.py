@@ -11,7 +11,7 @@ from typing import Any
 from algos.policies.base import Policy
 from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
-from algos.rollout import RolloutConfig, collect
+from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import seed_everything
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
@@ -82,7 +82,8 @@ def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
         ExpertPolicy(),
         envs,
         instances,
-        RolloutConfig(group_size=1, greedy=True, thumb_width=0, seed=b.seed, progress=cfg.progress),
+        RolloutConfig(group_size=1, greedy=True, thumb_width=0, keep_frames=has_pixels(envs), seed=b.seed,
+                      progress=cfg.progress),
     )
     return success_samples(groups)
 

@@ -32,6 +32,9 @@ class Policy(abc.ABC):
     trainable: bool = False
     has_value: bool = False
 
+    def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook
+        """Restart the policy's own sampling RNG (called each iteration, so resumed runs repeat exactly)."""
+
     def bind(self, envs: Any) -> None:  # noqa: B027 - optional hook
         """Called by rollouts with the (vector) env before acting; only the expert needs it."""
 

@@ -222,6 +222,10 @@ class HFPolicy(Policy):
         end = next((i for i, t in enumerate(ids) if t in stops), len(ids))
         return self.tokenizer.decode(ids[:end], skip_special_tokens=True)
 
+    def reseed(self, seed: int) -> None:
+        """Restart the per-call sampling seeds (rollouts reseed per iteration, so resumes repeat exactly)."""
+        self.seed, self._calls = seed, 0
+
     def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:
         """Batched generation; unparsable text gives action None (an invalid action), never an exception."""
         if not batch:

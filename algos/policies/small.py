@@ -757,12 +757,14 @@ class SmallPolicy(Policy):
         return {"loss": loss_sum / n, "samples": float(n), "samples_per_s": n * epochs / dt}
 
     def _optimizer(self, lr: float) -> torch.optim.Adam:
-        """One fused Adam kept across fit_sft calls (moments carry over between RFT rounds); `lr` is reset."""
-        if self._opt is None:
-            self._opt = torch.optim.Adam(self.model.parameters(), lr=lr, fused=True)
-        for group in self._opt.param_groups:
-            group["lr"] = lr
+        """A fresh fused Adam per fit_sft call: each fine-tuning round starts clean, so a run resumed from a
+        checkpoint (which holds the weights only) continues exactly as an uninterrupted one."""
+        self._opt = torch.optim.Adam(self.model.parameters(), lr=lr, fused=True)
         return self._opt
+
+    def reseed(self, seed: int) -> None:
+        """Restart the sampling generator (rollouts reseed per iteration, so resumes repeat them exactly)."""
+        self.generator.manual_seed(seed)
 
     # -- persistence ----------------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:

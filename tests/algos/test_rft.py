@@ -1,0 +1,104 @@
+"""RFT end to end through experiments/train.py: metrics, checkpoints, resuming after a kill, the HF policy."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = [
+    "algo=rft",
+    "tasks=SystemWifiTurnOn,OpenAppTaskEval,SystemCopyToClipboard",
+    "rft.instances_per_round=6",
+    "rft.group_size=4",
+    "rft.epochs=2",
+    "eval_n_per_task=2",
+    "num_envs=4",
+    "base.demos_per_task=2",
+    "base.epochs=6",
+    "wandb=disabled",
+    "progress=false",
+]
+
+
+def _train(out: Path, extra: list[str], cache: Path) -> None:
+    from experiments.train import main
+
+    main([*SMALL, f"out_dir={out}", f"cache_dir={cache}", *extra])
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_rft_writes_metrics_and_checkpoints(tmp_path):
+    _train(tmp_path / "run", ["rft.rounds=2"], tmp_path / "cache")
+    rows = _rows(tmp_path / "run")
+    assert [r["iteration"] for r in rows] == [0, 1, 2]
+    assert all(0.0 <= r["pass_at_1"] <= 1.0 for r in rows)
+    assert rows[0]["env_steps"] == 0 and rows[2]["env_steps"] > rows[1]["env_steps"] > 0
+    assert rows[1]["train/sft_samples"] > 0 and "losses/sft" in rows[1]
+    ptr = json.loads((tmp_path / "run" / "checkpoint.json").read_text())
+    assert ptr["iteration"] == 2 and (tmp_path / "run" / "checkpoints" / "it_2" / "policy").exists()
+    assert (tmp_path / "cache").exists()  # the base policy is cached for the next run
+
+
+def test_existing_run_is_not_overwritten_without_resume(tmp_path):
+    _train(tmp_path / "run", ["rft.rounds=1"], tmp_path / "cache")
+    with pytest.raises(SystemExit, match="resume=true"):
+        _train(tmp_path / "run", ["rft.rounds=1", "resume=false"], tmp_path / "cache")
+
+
+@pytest.mark.slow
+def test_killed_training_resumes_from_last_checkpoint(tmp_path):
+    cache = tmp_path / "cache"
+    args = [*SMALL, "rft.rounds=3", f"cache_dir={cache}"]
+    ref = tmp_path / "ref"
+    _train(ref, ["rft.rounds=3"], cache)  # uninterrupted reference (also warms the base cache)
+
+    out = tmp_path / "killed"
+    cmd = [sys.executable, str(ROOT / "experiments" / "train.py"), *args, f"out_dir={out}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        ptr = out / "checkpoint.json"
+        if ptr.exists() and json.loads(ptr.read_text())["iteration"] >= 1:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = json.loads((out / "checkpoint.json").read_text())["iteration"]
+    assert done < 3, "the run finished before it could be killed"
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
+    rows = _rows(out)
+    assert [r["iteration"] for r in rows] == [0, 1, 2, 3]
+    ref_rows = _rows(ref)
+    assert [r["pass_at_1"] for r in rows] == [r["pass_at_1"] for r in ref_rows]
+    assert [r["env_steps"] for r in rows] == [r["env_steps"] for r in ref_rows]
+
+
+@pytest.mark.slow
+def test_hf_policy_runs_an_rft_round_with_a_tiny_vlm(tmp_path):
+    _train(
+        tmp_path / "hf",
+        [
+            "policy=hf",
+            "hf_model=tiny-vlm",
+            "render_scale=0.05",
+            "tasks=SystemWifiTurnOn",
+            "rft.rounds=1",
+            "rft.instances_per_round=2",
+            "eval_n_per_task=1",
+            "num_envs=2",
+        ],
+        tmp_path / "cache",
+    )
+    rows = _rows(tmp_path / "hf")
+    assert [r["iteration"] for r in rows] == [0, 1]
+    assert (tmp_path / "hf" / "checkpoints" / "it_1" / "policy").exists()

@@ -10,6 +10,7 @@ way before GRSD.
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 from typing import Any
 
@@ -24,19 +25,40 @@ from voyager_gym.suites import TrainGenerator
 
 @dataclasses.dataclass
 class RFTConfig:
-    rounds: int = 4  # rollout + fine-tune rounds
+    rounds: int = 6  # rollout + fine-tune rounds
     instances_per_round: int = 154  # training task instances per round (2 per task for 77 tasks)
-    group_size: int = 4  # rollouts per instance
+    group_size: int = 8  # rollouts per instance
     epochs: int = 3  # passes over the success pool per round
     lr: float = 1e-3  # fine-tuning learning rate
     accumulate: bool = True  # fine-tune on successes from all rounds so far, not only the last
+    max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
+    # drowning the rare successes on hard ones, and bounds the time a round's fine-tuning takes
 
 
-def success_samples(groups: list[Group]) -> list[tuple[PolicyInput, str]]:
-    """(input, response) for every step of every successful trajectory."""
-    return [
-        (s.policy_input(), s.response) for g in groups for t in g.trajectories if t.success for s in t.steps
-    ]
+def success_samples(
+    groups: list[Group], max_per_task: int = 0, seed: int = 0
+) -> list[tuple[PolicyInput, str]]:
+    """(input, response) for every step of every successful trajectory; with `max_per_task`, whole successful
+    trajectories per task, newest rounds first, up to that many steps. Shuffled with `seed`."""
+    by_task: dict[str, list] = {}
+    for g in reversed(groups):  # newest first
+        for t in g.trajectories:
+            if t.success:
+                by_task.setdefault(t.task, []).append(t)
+    out: list[tuple[PolicyInput, str]] = []
+    for task in sorted(by_task):
+        trajs = by_task[task]
+        if max_per_task:
+            kept, n = [], 0
+            for t in trajs:
+                if n + len(t.steps) > max_per_task and kept:
+                    break
+                kept.append(t)
+                n += len(t.steps)
+            trajs = kept
+        out += [(s.policy_input(), s.response) for t in trajs for s in t.steps]
+    random.Random(seed).shuffle(out)
+    return out
 
 
 def train(
@@ -90,8 +112,13 @@ def train(
             policy,
             envs,
             instances,
-            RolloutConfig(group_size=cfg.group_size, thumb_width=0, keep_frames=has_pixels(envs),
-                          seed=seed * 1000 + r, progress=progress),
+            RolloutConfig(
+                group_size=cfg.group_size,
+                thumb_width=0,
+                keep_frames=has_pixels(envs),
+                seed=seed * 1000 + r,
+                progress=progress,
+            ),
         )
         trajs = [t for g in groups for t in g.trajectories]
         env_steps += sum(len(t.steps) for t in trajs)
@@ -102,7 +129,7 @@ def train(
         if not cfg.accumulate:
             pool = TrajectoryBuffer()
         pool.extend(round_pool.groups)
-        samples = success_samples(pool.groups)
+        samples = success_samples(pool.groups, cfg.max_samples_per_task, seed=seed * 1000 + r)
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed * 1000 + r) if samples else {}
         ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress)
         ok = [t for t in trajs if not t.errored]

@@ -10,27 +10,6 @@ from algos.policies.base import Policy, PolicyOutput
 from algos.prompt import PolicyInput, render_response
 from voyager_gym.actions import Action, parse_action
 
-APP_NAMES = (
-    "Settings",
-    "Clock",
-    "Contacts",
-    "Markor",
-    "Files",
-    "Pro Expense",
-    "Broccoli",
-    "Simple Calendar Pro",
-    "Simple SMS Messenger",
-    "Chrome",
-    "Camera",
-    "Audio Recorder",
-    "Tasks",
-    "Joplin",
-    "OpenTracks",
-    "VLC",
-    "Clipper",
-    "Phone",
-)
-
 
 class ExpertPolicy(Policy):
     """SimDroid's task experts behind the policy interface. Needs `bind(envs)`: each sub-env's expert reads
@@ -68,7 +47,10 @@ class RandomPolicy(Policy):
     name = "random"
 
     def __init__(self, seed: int = 0, p_status: float = 0.05):
+        from voyager_gym.backends.sim.phone import launcher_app_names
+
         self.rng = np.random.default_rng(seed)
+        self.apps = launcher_app_names()
         self.p_status = p_status
 
     def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:
@@ -90,7 +72,7 @@ class RandomPolicy(Policy):
         elif kind == "back":
             a = Action("navigate_back")
         elif kind == "open_app":
-            a, lp = Action("open_app", app_name=str(r.choice(APP_NAMES))), lp - np.log(len(APP_NAMES))
+            a, lp = Action("open_app", app_name=str(r.choice(self.apps))), lp - np.log(len(self.apps))
         elif kind == "input_text":
             words = x.goal.split() or ["text"]
             a = Action("input_text", index=int(r.integers(n)), text=str(r.choice(words)), clear_text=True)

@@ -62,12 +62,9 @@ FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% fas
 
 def launcher_app_names() -> list[str]:
     """The app head's classes: SimDroid's launcher apps, sorted (stored in the saved config)."""
-    from voyager_gym.backends.sim import phone
+    from voyager_gym.backends.sim.phone import launcher_app_names as names
 
-    phone._ensure_apps_loaded()
-    from voyager_gym.backends.sim.ui import APPS
-
-    return sorted(a.name for a in APPS.values() if a.on_launcher)
+    return names()
 
 
 def bucket(word: str, n: int) -> int:

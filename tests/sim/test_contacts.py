@@ -1,34 +1,19 @@
 """Contacts app and tasks: near misses fail; saving, discarding and deleting work by actions."""
 
-import numpy as np
 
+from tests.sim import helpers
+from tests.sim.helpers import run_expert_until_done, view
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import contacts as app
-from voyager_gym.backends.sim.tasks.base import View, back, click, done, open_app, type_into
+from voyager_gym.backends.sim.tasks.base import back, click, done, open_app, type_into
 
 
 def reset(backend, name, seed=7):
-    params = backend.generate_params(name, seed)
-    backend.reset(name, params, np.random.default_rng(0))
-    return params
-
-
-def view(backend) -> View:
-    return View(backend.phone.elements())
+    return helpers.reset(backend, name, seed)
 
 
 def act(backend, action: Action) -> None:
     backend.execute(action)
-
-
-def run_expert_until_done(backend) -> None:
-    """Step the expert but stop before its final `status` action."""
-    for _ in range(30):
-        a = backend.expert_action()
-        if a.action_type == "status":
-            return
-        backend.execute(a)
-    raise AssertionError("expert did not finish")
 
 
 def open_editor(backend) -> None:

@@ -1,37 +1,23 @@
 """Simple SMS Messenger app and tasks: near misses fail the verifiers; sending, pasting, copying and deleting
 work through actions."""
 
-import numpy as np
 
+from tests.sim import helpers
+from tests.sim.helpers import run_expert_until_done, view
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import sms as app
-from voyager_gym.backends.sim.tasks.base import View, back, click, digits, long_press, open_app, type_into
+from voyager_gym.backends.sim.tasks.base import back, click, digits, long_press, open_app, type_into
 from voyager_gym.backends.sim.tasks.sms import RESEND_ASK, sent_messages
 
 PKG = app.PKG
 
 
 def reset(backend, name, seed=11):
-    params = backend.generate_params(name, seed)
-    backend.reset(name, params, np.random.default_rng(0))
-    return params
-
-
-def view(backend) -> View:
-    return View(backend.phone.elements())
+    return helpers.reset(backend, name, seed)
 
 
 def act(backend, action: Action) -> None:
     backend.execute(action)
-
-
-def run_expert_until_done(backend) -> None:
-    for _ in range(30):
-        a = backend.expert_action()
-        if a.action_type == "status":
-            return
-        backend.execute(a)
-    raise AssertionError("expert did not finish")
 
 
 def start_thread(backend, number: str) -> None:

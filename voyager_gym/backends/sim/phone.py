@@ -37,6 +37,12 @@ def _ensure_apps_loaded() -> None:
     from voyager_gym.backends.sim import apps  # noqa: F401  (registers every app module)
 
 
+def launcher_app_names() -> list[str]:
+    """Names of the apps on SimDroid's launcher, sorted (what open_app can name by label)."""
+    _ensure_apps_loaded()
+    return sorted(a.name for a in APPS.values() if a.on_launcher)
+
+
 class Phone:
     """A deterministic phone. `clock_in_status_bar` False freezes the status-bar clock at the start time."""
 

@@ -121,3 +121,56 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
         shutil.rmtree(path)
     tmp.rename(path)
     return policy
+
+
+# -- algorithms -------------------------------------------------------------------------------------------
+ALGORITHMS = {  # name -> (module, class); the config section of the same name configures it
+    "rft": ("algos.rft", "RFT"),
+    "grsd": ("algos.grsd", "GRSD"),
+    "grpo": ("algos.grpo", "GRPO"),
+    "ppo": ("algos.ppo", "PPO"),
+}
+
+
+def make_algorithm(cfg: Any, name: str | None = None) -> Any:
+    """The `Algorithm` for `name` (default cfg.algo), configured by the config section of the same name."""
+    import importlib
+
+    name = name or cfg.algo
+    if name not in ALGORITHMS:
+        raise SystemExit(f"unknown algo {name!r}; expected one of {', '.join(ALGORITHMS)}")
+    module, cls = ALGORITHMS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"algo {name!r} is not available in this checkout ({e})") from None
+    return getattr(mod, cls)(getattr(cfg, name))
+
+
+def rft_key(cfg: Any, tasks: list[str]) -> str:
+    spec = {"base": base_key(cfg, tasks), "rft": vars(cfg.rft), "eval_n": cfg.eval_n_per_task}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, dict[str, Any]]:
+    """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
+    once per recipe as a resumable run under cfg.cache_dir. Returns the policy and its last metrics row."""
+    from algos.loop import train_loop
+    from algos.run import Run
+
+    path = Path(cfg.cache_dir) / f"rft-{cfg.policy}-{rft_key(cfg, tasks)}"
+    run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
+    try:
+        if not (path / "done").exists():
+            base = load_or_train_base(cfg, tasks, envs)
+            print(f"training the RFT start checkpoint in {path} (cached for later runs)")
+            train_loop(make_algorithm(cfg, "rft"), base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task,
+                       progress=cfg.progress)
+            (path / "done").write_text("1")
+        last = run.latest()
+        assert last is not None
+        ckpt, _ = last
+        policy = type(new_policy(cfg)).load(ckpt / "policy")
+        return policy, run.metrics()[-1]
+    finally:
+        run.close()

@@ -1,4 +1,4 @@
-"""Typed run configuration with `key=value` overrides (`rft.rounds=3`, `policy=hf`), checked by OmegaConf:
+"""Typed run configuration with `key=value` overrides (`rft.iterations=3`, `policy=hf`), checked by OmegaConf:
 an unknown key or a value of the wrong type is an error that names it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Train one algorithm on SimDroid (or any backend) from the base policy.
 
-    python experiments/train.py algo=rft [out_dir=runs/rft] [seed=0] [rft.rounds=4] [policy=small|hf] ...
+    python experiments/train.py algo=rft [out_dir=runs/rft] [seed=0] [rft.iterations=4] [policy=small|hf] ...
 
 Writes out_dir/metrics.jsonl (one row per evaluation, with pass_at_1), checkpoints, and a wandb run (offline
 unless wandb=online). Run the same command again after a kill to resume from the last checkpoint.
@@ -14,19 +14,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from algos.loop import train_loop  # noqa: E402
 from algos.run import Run  # noqa: E402
-from experiments.common import load_or_train_base, make_envs, resolve_tasks  # noqa: E402
+from experiments.common import load_or_train_base, load_or_train_rft, make_algorithm, make_envs, resolve_tasks  # noqa: E402
 from experiments.config import as_dict, parse  # noqa: E402
-
-ALGOS = ("rft",)
 
 
 def main(argv: list[str] | None = None) -> dict:
     cfg = parse(sys.argv[1:] if argv is None else argv)
-    if cfg.algo not in ALGOS:
-        raise SystemExit(
-            f"unknown algo {cfg.algo!r}; available: {', '.join(ALGOS)} (grsd, grpo, ppo: not built yet)"
-        )
+    algo = make_algorithm(cfg)  # fails early, naming the available algorithms
     out = Path(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}")
     if (out / "checkpoint.json").exists() and not cfg.resume:
         raise SystemExit(
@@ -40,13 +36,14 @@ def main(argv: list[str] | None = None) -> dict:
     envs = make_envs(cfg)
     t0 = time.perf_counter()
     try:
-        policy = load_or_train_base(cfg, tasks, envs)
         if cfg.algo == "rft":
-            from algos import rft
-
-            last = rft.train(
-                policy, envs, run, cfg.rft, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress
-            )
+            policy = load_or_train_base(cfg, tasks, envs)
+        else:  # later stages start from the RFT checkpoint, as in the paper
+            policy, start = load_or_train_rft(cfg, tasks, envs)
+            print(f"starting {cfg.algo} from the RFT checkpoint (Pass@1 {start['pass_at_1']:.3f})")
+        _, last = train_loop(
+            algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress
+        )
     finally:
         envs.close()
         run.close()

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
     "algo=rft",
     "tasks=SystemWifiTurnOn,OpenAppTaskEval,SystemCopyToClipboard",
-    "rft.instances_per_round=6",
+    "rft.instances_per_iter=6",
     "rft.group_size=4",
     "rft.epochs=2",
     "eval_n_per_task=2",
@@ -37,7 +37,7 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_rft_writes_metrics_and_checkpoints(tmp_path):
-    _train(tmp_path / "run", ["rft.rounds=2"], tmp_path / "cache")
+    _train(tmp_path / "run", ["rft.iterations=2"], tmp_path / "cache")
     rows = _rows(tmp_path / "run")
     assert [r["iteration"] for r in rows] == [0, 1, 2]
     assert all(0.0 <= r["pass_at_1"] <= 1.0 for r in rows)
@@ -49,17 +49,17 @@ def test_rft_writes_metrics_and_checkpoints(tmp_path):
 
 
 def test_existing_run_is_not_overwritten_without_resume(tmp_path):
-    _train(tmp_path / "run", ["rft.rounds=1"], tmp_path / "cache")
+    _train(tmp_path / "run", ["rft.iterations=1"], tmp_path / "cache")
     with pytest.raises(SystemExit, match="resume=true"):
-        _train(tmp_path / "run", ["rft.rounds=1", "resume=false"], tmp_path / "cache")
+        _train(tmp_path / "run", ["rft.iterations=1", "resume=false"], tmp_path / "cache")
 
 
 @pytest.mark.slow
 def test_killed_training_resumes_from_last_checkpoint(tmp_path):
     cache = tmp_path / "cache"
-    args = [*SMALL, "rft.rounds=3", f"cache_dir={cache}"]
+    args = [*SMALL, "rft.iterations=3", f"cache_dir={cache}"]
     ref = tmp_path / "ref"
-    _train(ref, ["rft.rounds=3"], cache)  # uninterrupted reference (also warms the base cache)
+    _train(ref, ["rft.iterations=3"], cache)  # uninterrupted reference (also warms the base cache)
 
     out = tmp_path / "killed"
     cmd = [sys.executable, str(ROOT / "experiments" / "train.py"), *args, f"out_dir={out}"]
@@ -92,8 +92,8 @@ def test_hf_policy_runs_an_rft_round_with_a_tiny_vlm(tmp_path):
             "hf_model=tiny-vlm",
             "render_scale=0.05",
             "tasks=SystemWifiTurnOn",
-            "rft.rounds=1",
-            "rft.instances_per_round=2",
+            "rft.iterations=1",
+            "rft.instances_per_iter=2",
             "eval_n_per_task=1",
             "num_envs=2",
         ],

@@ -1,0 +1,148 @@
+"""The loop every on-policy algorithm shares: roll out G per fresh training instance, update, evaluate.
+
+An `Algorithm` only says how to turn a list of `Group`s into a policy update (and what extra state it keeps,
+such as RFT's pool of successes); `train_loop` owns the rest, identically for every algorithm, so that
+comparisons differ only in the update: the same training instances in the same order, the same evaluation
+suite, the same env-step accounting, checkpoints after every iteration and exact resume after a kill.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from algos.buffer import Group
+from algos.evaluation import evaluate
+from algos.policies.base import Policy
+from algos.rollout import RolloutConfig, collect, has_pixels
+from algos.run import Run, seed_everything
+from voyager_gym.suites import TrainGenerator
+
+
+@dataclasses.dataclass
+class LoopConfig:
+    """What every algorithm's config shares. Subclasses add their own fields."""
+
+    iterations: int = 6  # rollout + update iterations (ignored when the loop is given an env-step budget)
+    instances_per_iter: int = 154  # fresh training task instances per iteration (2 per task for 77 tasks)
+    group_size: int = 8  # G: rollouts per instance
+    eval_every: int = 1  # evaluate Pass@1 every this many iterations (and after the last)
+
+
+class Algorithm(abc.ABC):
+    """One training algorithm: an update from groups of rollouts, plus state it carries across iterations."""
+
+    name: str = "algo"
+
+    def __init__(self, cfg: LoopConfig):
+        self.cfg = cfg
+
+    def rollout_config(self, envs: Any, seed: int, progress: bool) -> RolloutConfig:
+        """How this iteration's rollouts are collected (algorithms that need screenshots keep frames)."""
+        return RolloutConfig(
+            group_size=self.cfg.group_size,
+            thumb_width=0,
+            keep_frames=has_pixels(envs),
+            seed=seed,
+            progress=progress,
+        )
+
+    @abc.abstractmethod
+    def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
+        """Train `policy` in place on this iteration's groups; return metrics to log (losses, counts)."""
+
+    def state(self) -> dict[str, Any]:
+        """Extra objects (each with `.save(path)`) to checkpoint beside the policy, by file name."""
+        return {}
+
+    def load_state(self, path: Path) -> None:  # noqa: B027 - optional hook
+        """Restore what `state()` saved, from checkpoint folder `path`."""
+
+
+def train_loop(
+    algo: Algorithm,
+    policy: Policy,
+    envs: Any,
+    run: Run,
+    tasks: list[str],
+    seed: int,
+    eval_n_per_task: int,
+    progress: bool = False,
+    max_env_steps: int = 0,
+    extra_row: dict[str, Any] | None = None,
+) -> tuple[Policy, dict[str, Any]]:
+    """Run (or resume) `algo` in `run`'s folder. With `max_env_steps` > 0 the loop runs until that many
+    environment steps were collected (the comparison budget); otherwise `cfg.iterations` iterations.
+    Returns the trained policy and the last evaluation. Iteration 0 is the starting policy's evaluation."""
+    cfg = algo.cfg
+    gen = TrainGenerator(tasks, seed=seed)
+    extra = dict(extra_row or {})
+    start, env_steps, wall0 = 0, 0, 0.0
+    last = run.latest()
+    if last is not None:
+        path, st = last
+        policy = type(policy).load(path / "policy")
+        algo.load_state(path)
+        start, env_steps, wall0 = st["iteration"] + 1, st["env_steps"], st["wall_s"]
+        run.truncate_metrics(lambda r: r.get("iteration", -1) <= st["iteration"])
+        print(f"resuming {algo.name} from {path.name}: iteration {start}, {env_steps} env steps")
+    t0 = time.perf_counter() - wall0
+
+    def evaluate_and_log(iteration: int, metrics: dict[str, Any]) -> dict[str, Any]:
+        ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress)
+        run.log(
+            {
+                "algo": algo.name,
+                "seed": seed,
+                **extra,
+                "iteration": iteration,
+                "env_steps": env_steps,
+                "pass_at_1": ev["pass_at_1"],
+                "per_task": ev["per_task"],
+                "eval_episodes": ev["episodes"],
+                **metrics,
+                "wall_s": time.perf_counter() - t0,
+            }
+        )
+        return ev
+
+    def done(iteration: int) -> bool:
+        if max_env_steps > 0:
+            return env_steps >= max_env_steps
+        return iteration >= cfg.iterations
+
+    ev: dict[str, Any] = {}
+    if start == 0:
+        seed_everything(seed)
+        ev = evaluate_and_log(0, {})
+        run.checkpoint(0, policy, {"env_steps": 0, "wall_s": time.perf_counter() - t0}, algo.state())
+        start = 1
+    r = start
+    while not done(r - 1):
+        it_seed = seed * 1000 + r  # per-iteration seeding: a resumed run repeats the same iteration exactly
+        seed_everything(it_seed)
+        policy.reseed(it_seed)
+        n = cfg.instances_per_iter
+        instances = gen.take(n * r)[n * (r - 1) :]
+        groups = collect(policy, envs, instances, algo.rollout_config(envs, it_seed, progress))
+        trajs = [t for g in groups for t in g.trajectories]
+        env_steps += sum(len(t.steps) for t in trajs)
+        ok = [t for t in trajs if not t.errored]
+        metrics: dict[str, Any] = {
+            "train/success_rate": sum(t.success for t in ok) / max(1, len(ok)),
+            "train/errored": len(trajs) - len(ok),
+            "train/invalid_rate": sum(not s.valid for t in ok for s in t.steps)
+            / max(1, sum(len(t.steps) for t in ok)),
+        }
+        metrics.update(algo.update(policy, groups, r, it_seed))
+        if r % cfg.eval_every == 0 or done(r):
+            ev = evaluate_and_log(r, metrics)
+        else:
+            run.log({"algo": algo.name, "seed": seed, **extra, "iteration": r, "env_steps": env_steps,
+                     **metrics, "wall_s": time.perf_counter() - t0})
+        run.checkpoint(r, policy, {"env_steps": env_steps, "wall_s": time.perf_counter() - t0}, algo.state())
+        r += 1
+    return policy, ev

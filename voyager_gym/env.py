@@ -33,9 +33,9 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
 
         return SimDroidBackend(**kwargs)
     if backend == "androidworld":
-        raise NotImplementedError(
-            "the AndroidWorld backend is not built yet (see README: unfinished features)"
-        )
+        from voyager_gym.backends.androidworld import AndroidWorldBackend
+
+        return AndroidWorldBackend(**kwargs)
     raise ValueError(f"unknown backend {backend!r}; expected 'simdroid' or 'androidworld'")
 
 
@@ -71,6 +71,8 @@ class VoyagerEnv(gym.Env):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if isinstance(backend, str) and backend in ("sim", "simdroid"):
             backend_kwargs = {"render_scale": render_scale, "noise": noise, **backend_kwargs}
+        elif backend == "androidworld":  # real screens bring their own noise
+            backend_kwargs = {"render_scale": render_scale, **backend_kwargs}
         self.backend = make_backend(backend, **backend_kwargs)
         self.render_mode = render_mode
         self.observation_mode = observation_mode

@@ -1,0 +1,1 @@
+"""Stand-in of android_world.env (test double, SimDroid underneath)."""

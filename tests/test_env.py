@@ -174,6 +174,10 @@ def test_vector_group_runs_one_instance(mode):
         assert infos["step"][0] == 0 and list(infos["_step"]) == [True, False, False]
         _, _, term, _, infos = envs.step(['{"action_type": "wait"}'] * 3)
         assert list(infos["step"]) == [1, 3, 3]
+        # one batch mixing a valid and an invalid action: info fields keep one type across sub-envs
+        _, _, _, _, infos = envs.step(['{"action_type": "wait"}', "not an action", '{"action_type": "wait"}'])
+        assert list(infos["action"]) == ['{"action_type": "wait"}', "", '{"action_type": "wait"}']
+        assert infos["invalid_action"][1] and not infos["invalid_action"][0]
     finally:
         envs.close()
 

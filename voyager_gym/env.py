@@ -187,7 +187,8 @@ class VoyagerEnv(gym.Env):
             invalid=invalid,
             errored=errored,
         )
-        info["action"] = act.to_dict() if act is not None else None
+        # JSON text ("" for an invalid action): one type for every sub-env, so vector envs can batch it
+        info["action"] = act.to_json() if act is not None else ""
         return obs, float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:

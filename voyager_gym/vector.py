@@ -21,9 +21,14 @@ ENV_ID = "voyager_gym/SimDroid-v0"
 def make_vec(
     num_envs: int, mode: str = "sync", env_id: str = ENV_ID, **env_kwargs: Any
 ) -> gym.vector.VectorEnv:
-    """`gymnasium.make_vec` with shared_memory off (async) and autoreset DISABLED."""
+    """`gymnasium.make_vec` with shared_memory off (async) and autoreset DISABLED. mode='ray' builds a
+    `RayVectorEnv` (one Ray actor per sub-env); its Ray options (address, resources, ...) go in env_kwargs."""
+    if mode == "ray":
+        from voyager_gym.ray_vector import RayVectorEnv
+
+        return RayVectorEnv(num_envs, env_id, **env_kwargs)
     if mode not in ("sync", "async"):
-        raise ValueError(f"vectorization mode must be 'sync' or 'async', got {mode!r}")
+        raise ValueError(f"vectorization mode must be 'sync', 'async' or 'ray', got {mode!r}")
     vector_kwargs: dict[str, Any] = {"autoreset_mode": AutoresetMode.DISABLED}
     if mode == "async":
         vector_kwargs["shared_memory"] = False
@@ -47,3 +52,12 @@ def group_reset(
     if mask is not None:
         options["reset_mask"] = np.asarray(mask, dtype=bool)
     return envs.reset(seed=seeds, options=options)
+
+
+def __getattr__(name: str) -> Any:
+    """`RayVectorEnv` is imported on first use, so importing this module never imports ray."""
+    if name == "RayVectorEnv":
+        from voyager_gym.ray_vector import RayVectorEnv
+
+        return RayVectorEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,7 @@ class RFTConfig(LoopConfig):
     epochs: int = 2  # passes over the success pool per iteration
     lr: float = 5e-4  # fine-tuning learning rate (1e-3 forgot more: Pass@1 peaked early, then fell)
     accumulate: bool = True  # fine-tune on successes from all iterations so far, not only the last
+    per_group: int = 0  # keep only the shortest k successes of each group (0: all of them)
     max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
     # drowning the rare successes on hard ones, and bounds the time an iteration's fine-tuning takes
 
@@ -69,7 +70,7 @@ class RFT(Algorithm):
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         if not self.cfg.accumulate:
             self.pool = TrajectoryBuffer()
-        self.pool.extend(successful_groups(groups))
+        self.pool.extend(successful_groups(groups, self.cfg.per_group))
         samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed)
         fit = policy.fit_sft(samples, epochs=self.cfg.epochs, lr=self.cfg.lr, seed=seed) if samples else {}
         return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan"))}
@@ -81,13 +82,17 @@ class RFT(Algorithm):
         self.pool = TrajectoryBuffer.load(path / "successes.parquet")
 
 
-def successful_groups(groups: list[Group]) -> list[Group]:
-    """Each group cut down to its successful trajectories (groups without one are dropped)."""
-    return [
-        dataclasses.replace(g, trajectories=[t for t in g.trajectories if t.success])
-        for g in groups
-        if any(t.success for t in g.trajectories)
-    ]
+def successful_groups(groups: list[Group], per_group: int = 0) -> list[Group]:
+    """Each group cut down to its successful trajectories, the shortest `per_group` of them when > 0 (groups
+    without a success are dropped)."""
+    out = []
+    for g in groups:
+        wins = [t for t in g.trajectories if t.success]
+        if per_group > 0:
+            wins = sorted(wins, key=lambda t: len(t.steps))[:per_group]  # stable: rollout order on ties
+        if wins:
+            out.append(dataclasses.replace(g, trajectories=wins))
+    return out
 
 
 def train(

@@ -25,6 +25,16 @@ class PolicyOutput:
     value: float | None = None
 
 
+@dataclasses.dataclass
+class ActionEval:
+    """What policy-gradient updates read from one forward pass over (input, response) pairs, each a torch
+    tensor of shape [B]: log-probs (differentiable), and values / entropies where they were asked for."""
+
+    logprob: Any
+    value: Any | None = None
+    entropy: Any | None = None
+
+
 class Policy(abc.ABC):
     """Base class. `trainable` policies implement log_probs / fit_sft / save / load."""
 
@@ -49,6 +59,19 @@ class Policy(abc.ABC):
     def values(self, batch: list[PolicyInput]) -> Any:
         """Value estimates (torch tensor [B]) for policies with a value head."""
         raise NotImplementedError(f"{type(self).__name__} has no value head")
+
+    def evaluate_actions(self, batch: list[PolicyInput], responses: list[str], values: bool = False,
+                         entropy: bool = False) -> ActionEval:
+        """Log-probs of `responses` (differentiable), plus value estimates and entropies when asked for.
+        Policies override this to get all three from one forward pass; this default calls `log_probs` and
+        `values` and has no entropy."""
+        if entropy:
+            raise NotImplementedError(f"{type(self).__name__} cannot compute action entropies")
+        return ActionEval(self.log_probs(batch, responses), self.values(batch) if values else None)
+
+    def trainable_parameters(self) -> list[Any]:
+        """The torch parameters a policy-gradient optimizer updates (the policy and its value head)."""
+        raise NotImplementedError(f"{type(self).__name__} has no trainable parameters")
 
     def fit_sft(
         self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None, seed: int = 0

@@ -4,7 +4,9 @@ The prompt is a chat: [system: SYSTEM, user: render_prompt(x) (+ the screenshot 
 processor's chat template with the assistant generation prompt; the response is the generated text
 (`Reason: ... Action: {json}`). Log-probs are the model's own (temperature 1) over the response tokens
 followed by the end-of-turn token, and `act` reports exactly what `log_probs` computes for its text, so
-behaviour and training log-probs agree. `fit_sft` trains with TRL's SFTTrainer on prompt/completion data
+behaviour and training log-probs agree. A value head (one linear layer on the last hidden state at the last
+prompt token, zero-initialised, float32) serves PPO; it is saved beside the weights and created fresh when a
+checkpoint has none. `fit_sft` trains with TRL's SFTTrainer on prompt/completion data
 (loss on the completion only). Real runs use a Qwen-VL class checkpoint on GPU; tests use the offline tiny
 models of `algos.policies.tiny`.
 """
@@ -23,11 +25,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from algos.policies.base import Policy, PolicyOutput
+from algos.policies.base import ActionEval, Policy, PolicyOutput
 from algos.prompt import SYSTEM, PolicyInput, render_prompt
 from voyager_gym.actions import try_parse_action
 
 SETTINGS_FILE = "hf_policy.json"  # policy settings saved next to the weights
+VALUE_HEAD_FILE = "value_head.safetensors"  # the PPO value head, saved next to the weights
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")  # ChatML, Llama 3, Gemma, Phi
 TRUNCATED = "\n...(truncated)"
 TOKEN_ALIGNED_KEYS = {"token_type_ids", "mm_token_type_ids"}  # processor outputs with one entry per token
@@ -95,7 +98,7 @@ class HFPolicy(Policy):
 
     name = "hf"
     trainable = True
-    has_value = False
+    has_value = True
 
     def __init__(self, model: Any, processor: Any = None, max_new_tokens: int = 64, temperature: float = 1.0,
                  device: str = "cpu", images: bool | str = "auto", seed: int = 0,
@@ -140,6 +143,10 @@ class HFPolicy(Policy):
         stops = [self.eot_id, self.tokenizer.eos_token_id, *extra]
         self.stop_ids = [i for i in dict.fromkeys(stops) if i is not None]
         self._calls = 0
+        hidden = model.config.get_text_config().hidden_size
+        self.value_head = torch.nn.Linear(hidden, 1, device=self.device, dtype=torch.float32)
+        torch.nn.init.zeros_(self.value_head.weight)  # V = 0 until trained; no RNG drawn
+        torch.nn.init.zeros_(self.value_head.bias)
 
     @classmethod
     def from_pretrained(cls, path_or_id: str | Path, **kwargs: Any) -> HFPolicy:
@@ -194,6 +201,12 @@ class HFPolicy(Policy):
     # -- scoring ------------------------------------------------------------------------------------------
     def _score(self, enc: dict[str, torch.Tensor], responses: list[str]) -> torch.Tensor:
         """Sum of log p(token) over each response + end-of-turn, given left-padded prompts `enc`."""
+        return self._evaluate(enc, responses).logprob
+
+    def _evaluate(self, enc: dict[str, torch.Tensor], responses: list[str], values: bool = False,
+                  entropy: bool = False) -> ActionEval:
+        """One forward pass over prompt + response: summed response log-probs, the value at the last prompt
+        token (`enc` is left-padded, so that is its last column) and the summed per-token entropies."""
         resp = self.tokenizer([r + self.eot for r in responses], padding=True, padding_side="right",
                               add_special_tokens=False, return_tensors="pt").to(self.device)
         resp_ids, resp_mask = resp["input_ids"], resp["attention_mask"]
@@ -202,10 +215,19 @@ class HFPolicy(Policy):
             inputs[key] = torch.cat([enc[key], torch.zeros_like(resp_ids)], dim=1)
         inputs["input_ids"] = torch.cat([enc["input_ids"], resp_ids], dim=1)
         inputs["attention_mask"] = torch.cat([enc["attention_mask"], resp_mask], dim=1)
-        logits = self.model(**inputs, use_cache=False, logits_to_keep=resp_ids.shape[1] + 1).logits[:, :-1]
-        logits = logits.float()
-        token_lp = logits.gather(-1, resp_ids.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
-        return (token_lp * resp_mask).sum(-1)
+        out = self.model(**inputs, use_cache=False, logits_to_keep=resp_ids.shape[1] + 1,
+                         output_hidden_states=values)
+        logits = out.logits[:, :-1].float()
+        lse = logits.logsumexp(-1)
+        token_lp = logits.gather(-1, resp_ids.unsqueeze(-1)).squeeze(-1) - lse
+        ev = ActionEval((token_lp * resp_mask).sum(-1))
+        if values:
+            last_prompt = out.hidden_states[-1][:, enc["input_ids"].shape[1] - 1]
+            ev.value = self.value_head(last_prompt.float()).squeeze(-1)
+        if entropy:  # H = logsumexp(z) - sum_v p_v z_v per token, summed along the response's own path
+            token_h = lse - (logits.softmax(-1) * logits).sum(-1)
+            ev.entropy = (token_h * resp_mask).sum(-1)
+        return ev
 
     def log_probs(self, batch: list[PolicyInput], responses: list[str]) -> torch.Tensor:
         """Differentiable [B] sums of response-token log-probs (the response followed by end-of-turn)."""
@@ -214,6 +236,29 @@ class HFPolicy(Policy):
         if not batch:
             return torch.zeros(0, device=self.device)
         return self._score(self.encode_prompts(batch), list(responses))
+
+    def evaluate_actions(self, batch: list[PolicyInput], responses: list[str], values: bool = False,
+                         entropy: bool = False) -> ActionEval:
+        """Log-probs (as `log_probs`), values and per-response entropies (the sum of each response token's
+        full-vocabulary entropy, temperature 1) [B], from one forward pass."""
+        if len(batch) != len(responses):
+            raise ValueError(f"evaluate_actions got {len(batch)} inputs but {len(responses)} responses")
+        if not batch:
+            empty = torch.zeros(0, device=self.device)
+            return ActionEval(empty, empty if values else None, empty if entropy else None)
+        return self._evaluate(self.encode_prompts(batch), list(responses), values, entropy)
+
+    def values(self, batch: list[PolicyInput]) -> torch.Tensor:
+        """Value estimates [B] (differentiable): the value head on the last prompt token's hidden state."""
+        if not batch:
+            return torch.zeros(0, device=self.device)
+        out = self.model(**self.encode_prompts(batch), use_cache=False, logits_to_keep=1,
+                         output_hidden_states=True)
+        return self.value_head(out.hidden_states[-1][:, -1].float()).squeeze(-1)
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The model's weights and the value head's."""
+        return [*self.model.parameters(), *self.value_head.parameters()]
 
     # -- acting -------------------------------------------------------------------------------------------
     def _decode(self, ids: torch.Tensor) -> str:
@@ -307,10 +352,21 @@ class HFPolicy(Policy):
         self.model.save_pretrained(path)
         self.processor.save_pretrained(path)
         (path / SETTINGS_FILE).write_text(json.dumps(self.settings(), indent=1))
+        from safetensors.torch import save_file
+
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.value_head.state_dict().items()},
+                  str(path / VALUE_HEAD_FILE))
 
     @classmethod
     def load(cls, path: str | Path, **kwargs: Any) -> HFPolicy:
-        """A policy saved by `save` (its settings are defaults; kwargs override them)."""
+        """A policy saved by `save` (its settings are defaults; kwargs override them). A checkpoint without a
+        value head (an SFT or RFT one) gets a fresh zero-initialised head."""
         settings_file = Path(path) / SETTINGS_FILE
         settings = json.loads(settings_file.read_text()) if settings_file.exists() else {}
-        return cls(model=path, **{**settings, **kwargs})
+        policy = cls(model=path, **{**settings, **kwargs})
+        head = Path(path) / VALUE_HEAD_FILE
+        if head.exists():
+            from safetensors.torch import load_file
+
+            policy.value_head.load_state_dict(load_file(str(head), device=str(policy.device)))
+        return policy

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from algos.policies.base import Policy, PolicyOutput
+from algos.policies.base import ActionEval, Policy, PolicyOutput
 from algos.prompt import PolicyInput, render_response
 from voyager_gym import actions as A
 from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action, try_parse_action
@@ -686,31 +686,73 @@ class SmallPolicy(Policy):
     def log_probs_and_values(self, batch: list[PolicyInput],
                              responses: Sequence[str | Action]) -> tuple[torch.Tensor, torch.Tensor]:
         """Both from one forward pass (what PPO needs per minibatch)."""
+        ev = self.evaluate_actions(batch, responses, values=True)
+        return ev.logprob, ev.value
+
+    def evaluate_actions(self, batch: list[PolicyInput], responses: Sequence[str | Action],
+                         values: bool = False, entropy: bool = False) -> ActionEval:
+        """Log-probs and values [B] from one forward pass (values cost nothing extra: they always come),
+        and with `entropy` the entropy of each response's own path (see `_path_entropy`)."""
         if len(batch) != len(responses):
             raise ValueError(f"got {len(batch)} inputs but {len(responses)} responses; expected one each")
         if not batch:
             empty = torch.zeros(0, device=self.device)
-            return empty, empty
+            return ActionEval(empty, empty, empty if entropy else None)
         feats = self.featurize(batch)
         tg = self._targets(feats, responses)
-        parts = [(idx, self._log_probs_feats([feats[i] for i in idx], [], _take(tg, idx)))
-                 for idx in _size_chunks(feats)]
+        parts = []
+        for idx in _size_chunks(feats):
+            sub = _take(tg, idx)
+            hd = self._target_heads([feats[i] for i in idx], sub)
+            parts.append((idx, (self._score(hd, sub), hd.value,
+                                self._path_entropy(hd, sub) if entropy else hd.value)))
         if len(parts) == 1:
-            return parts[0][1]
-        inv = torch.from_numpy(np.argsort(np.concatenate([idx for idx, _ in parts]))).to(self.device)
-        return torch.cat([lp for _, (lp, _) in parts])[inv], torch.cat([v for _, (_, v) in parts])[inv]
+            lp, v, ent = parts[0][1]
+        else:
+            inv = torch.from_numpy(np.argsort(np.concatenate([idx for idx, _ in parts]))).to(self.device)
+            lp, v, ent = (torch.cat([p[k] for _, p in parts])[inv] for k in range(3))
+        return ActionEval(lp, v, ent if entropy else None)
 
     def _log_probs_feats(self, feats: list[SampleFeat], responses: Sequence[str | Action],
                          targets: Targets | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        b = collate(feats, self.history, self.device)
         tg = targets or self._targets(feats, responses)
+        hd = self._target_heads(feats, tg)
+        return self._score(hd, tg), hd.value
+
+    def _target_heads(self, feats: list[SampleFeat], tg: Targets) -> Heads:
+        """Field distributions with the pointer (and span) conditioned on the targets' type (and element)."""
+        b = collate(feats, self.history, self.device)
         types = torch.tensor(tg.type, dtype=torch.long, device=self.device)
         hidden = self.model.encode(b)
         hd = self._heads(b, hidden, self._type_log_probs(b, hidden[0]), types)
         if any(sp is not None for sp in tg.spans):
             slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
             hd.span = self._span(b, hidden, slots)
-        return self._score(hd, tg), hd.value
+        return hd
+
+    @staticmethod
+    def _path_entropy(hd: Heads, tg: Targets) -> torch.Tensor:
+        """H(type) + H(field | type) for each field the response's own type uses (element, then span given
+        the element, direction, status, app, answer): the chain rule along the taken path, whose mean over
+        on-policy samples is the entropy of the sampled field choices (spans or elements that give the same
+        text count as different choices). Exact for the type head; one forward pass, no enumeration."""
+        dev = hd.type.device
+        ent = lambda lp: -(lp.exp() * lp).sum(-1)  # noqa: E731  (masked entries have p = 0 exactly)
+        used = lambda kinds: torch.tensor([ACTION_TYPES[t] in kinds for t in tg.type], device=dev)  # noqa: E731
+        zero = torch.zeros(len(tg.type), device=dev)
+        total = ent(hd.type)
+        total = total + torch.where(used(NEEDS_ELEMENT + OPTIONAL_ELEMENT), ent(hd.element), zero)
+        total = total + torch.where(used(OPTIONAL_ELEMENT), ent(hd.direction), zero)
+        total = total + torch.where(used((A.STATUS,)), ent(hd.status), zero)
+        total = total + torch.where(used((A.OPEN_APP,)), ent(hd.app), zero)
+        total = total + torch.where(used((A.ANSWER,)), ent(hd.answer), zero)
+        if hd.span is not None:
+            total = total + torch.where(used((A.INPUT_TEXT,)), ent(hd.span.flatten(1)), zero)
+        return total
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """Every weight, value head included (it reads the shared CLS state)."""
+        return list(self.model.parameters())
 
     def values(self, batch: list[PolicyInput]) -> torch.Tensor:
         """Value estimates [B] from the CLS state (differentiable)."""

@@ -1,0 +1,84 @@
+"""sb3-contrib MaskablePPO through FixedObsWrapper: eval rows, masked rollouts, checkpoints, exact resume."""
+
+import json
+import math
+
+import pytest
+from stable_baselines3.common.callbacks import BaseCallback
+
+from algos import sb3_ppo
+from algos.sb3_ppo import SB3PPOConfig, train
+
+TASKS = ["OpenAppTaskEval", "SystemWifiTurnOn"]
+# Two rollouts of 2 envs x 32 steps per chunk; tiny networks keep each chunk well under a second.
+CFG = SB3PPOConfig(n_envs=2, n_steps=32, batch_size=32, n_epochs=2, net_arch=(32,), eval_every=128)
+
+
+def test_short_learn_logs_eval_rows_and_checkpoints(tmp_path):
+    seen = []
+    rows = train(256, seed=0, tasks=TASKS, eval_n_per_task=2, log=seen.append, out_dir=tmp_path, cfg=CFG)
+    assert rows == seen
+    assert [r["iteration"] for r in rows] == [0, 1, 2]
+    assert [r["env_steps"] for r in rows] == [0, 128, 256]
+    for r in rows:
+        assert r["algo"] == "sb3-ppo" and r["seed"] == 0
+        assert 0.0 <= r["pass_at_1"] <= 1.0 and set(r["per_task"]) == set(TASKS)
+        assert r["eval_episodes"] == 4 and r["wall_s"] > 0
+    for key in ("losses/policy", "losses/value", "losses/entropy", "losses/approx_kl"):
+        assert math.isfinite(rows[-1][key])
+    assert rows[-1]["losses/entropy"] < 0  # SB3 logs minus the entropy of a non-degenerate policy
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in logged] == [0, 1, 2]
+    assert (tmp_path / "checkpoints" / "it_2" / "policy.zip").exists()
+    assert json.loads((tmp_path / "checkpoint.json").read_text())["iteration"] == 2
+
+
+def test_training_rollouts_never_take_an_invalid_action(tmp_path, monkeypatch):
+    """Spy on every training step's info: with masking, the inner env never sees an invalid action."""
+    infos = []
+
+    class Spy(BaseCallback):
+        def _on_step(self) -> bool:
+            infos.extend(self.locals["infos"])
+            return True
+
+    learn = sb3_ppo.MaskablePPO.learn
+    monkeypatch.setattr(
+        sb3_ppo.MaskablePPO, "learn", lambda self, *a, **kw: learn(self, *a, callback=Spy(), **kw)
+    )
+    train(128, seed=1, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    assert len(infos) == 128
+    assert all(i["invalid_action"] is None for i in infos)
+    assert {i["task"] for i in infos} <= set(TASKS)
+
+
+def test_resume_continues_the_step_count_and_matches_an_unbroken_run(tmp_path):
+    """Also the determinism test: two runs with one seed (one of them killed and resumed) log equal rows."""
+    unbroken = train(384, seed=2, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "a", cfg=CFG)
+    first = train(128, seed=2, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "b", cfg=CFG)
+    assert [r["env_steps"] for r in first] == [0, 128]
+    resumed = train(384, seed=2, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "b", cfg=CFG)
+    assert [(r["iteration"], r["env_steps"]) for r in resumed] == [(2, 256), (3, 384)]
+    keys = (
+        "pass_at_1",
+        "per_task",
+        "losses/policy",
+        "losses/value",
+        "losses/entropy",
+        "eval_env_steps",
+        "charts/train_episode_length",
+    )
+    for a, b in zip(unbroken[2:], resumed, strict=True):
+        assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+    logged = [json.loads(line) for line in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in logged] == [0, 1, 2, 3]
+    assert train(384, seed=2, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "b", cfg=CFG) == []
+
+
+def test_bad_arguments_name_the_value(tmp_path):
+    with pytest.raises(ValueError, match="vec_env must be"):
+        train(64, tasks=TASKS, out_dir=tmp_path / "a", cfg=SB3PPOConfig(vec_env="ray"))
+    with pytest.raises((KeyError, ValueError), match="unknown task"):
+        train(64, tasks=["SystemWifiTurnOnn"], out_dir=tmp_path / "b", cfg=CFG)
+    with pytest.raises(ValueError, match="env_steps must be"):
+        train(-1, tasks=TASKS, out_dir=tmp_path / "c", cfg=CFG)

@@ -46,10 +46,12 @@ def evaluate(
     seed: int = 0,
     greedy: bool = True,
     progress: bool = False,
+    backend: Any = None,
 ) -> dict[str, Any]:
     """Pass@1 of `policy` on the held-out suite (AndroidWorld seeding, suite seed 30): `n_per_task` instances
-    per task, one greedy rollout each. `seed` only changes screen noise."""
-    instances = eval_suite(tasks, n_per_task=n_per_task)
+    per task, one greedy rollout each. `seed` only changes screen noise. `backend` draws the params (default
+    SimDroid's; `voyager_gym.suites.FROM_ENV` leaves them to the envs, as the real AndroidWorld needs)."""
+    instances = eval_suite(tasks, n_per_task=n_per_task, backend=backend)
     groups = collect(
         policy,
         envs,

@@ -73,12 +73,14 @@ def train_loop(
     progress: bool = False,
     max_env_steps: int = 0,
     extra_row: dict[str, Any] | None = None,
+    suite_backend: Any = None,
 ) -> tuple[Policy, dict[str, Any]]:
     """Run (or resume) `algo` in `run`'s folder. With `max_env_steps` > 0 the loop runs until that many
     environment steps were collected (the comparison budget); otherwise `cfg.iterations` iterations.
-    Returns the trained policy and the last evaluation. Iteration 0 is the starting policy's evaluation."""
+    Returns the trained policy and the last evaluation. Iteration 0 is the starting policy's evaluation.
+    `suite_backend` draws instance params (default SimDroid's; `voyager_gym.suites.FROM_ENV`: the envs')."""
     cfg = algo.cfg
-    gen = TrainGenerator(tasks, seed=seed)
+    gen = TrainGenerator(tasks, seed=seed, backend=suite_backend)
     extra = dict(extra_row or {})
     start, env_steps, wall0 = 0, 0, 0.0
     last = run.latest()
@@ -92,7 +94,8 @@ def train_loop(
     t0 = time.perf_counter() - wall0
 
     def evaluate_and_log(iteration: int, metrics: dict[str, Any]) -> dict[str, Any]:
-        ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress)
+        ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
+                      backend=suite_backend)
         run.log(
             {
                 "algo": algo.name,

@@ -23,27 +23,35 @@ from algos.run import Run
 
 @dataclasses.dataclass
 class RFTConfig(LoopConfig):
+    iterations: int = 8  # rounds of rollout + fine-tuning (the paper ran 4 with a 4B model)
     epochs: int = 2  # passes over the success pool per iteration
     lr: float = 5e-4  # fine-tuning learning rate (1e-3 forgot more: Pass@1 peaked early, then fell)
     accumulate: bool = True  # fine-tune on successes from all iterations so far, not only the last
-    per_group: int = 0  # keep only the shortest k successes of each group (0: all of them)
+    per_group: int = 2  # keep only the shortest k successes of each group (0: all of them): fewer detours
+    # in the data and a smaller pool to fine-tune on (the same Pass@1 as keeping all, in half the time)
+    balance: float = 0.0  # > 0: repeat the samples of tasks with few successes, up to this many times, toward
+    # the largest task's share (rare successes on hard tasks otherwise drown among easy tasks' many)
     max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
     # drowning the rare successes on hard ones, and bounds the time an iteration's fine-tuning takes
 
 
 def success_samples(
-    groups: list[Group], max_per_task: int = 0, seed: int = 0
+    groups: list[Group], max_per_task: int = 0, seed: int = 0, balance: float = 0.0
 ) -> list[tuple[PolicyInput, str]]:
     """(input, response) for every step of every successful trajectory; with `max_per_task`, whole successful
-    trajectories per task, newest rounds first, up to that many steps. Shuffled with `seed`."""
+    trajectories per task, newest rounds first, up to that many steps; with `balance` > 0, each task's
+    trajectories repeated round(min(balance, most / its count)) times, `most` being the largest task's count.
+    Shuffled with `seed`."""
     by_task: dict[str, list] = {}
     for g in reversed(groups):  # newest first
         for t in g.trajectories:
             if t.success:
                 by_task.setdefault(t.task, []).append(t)
     out: list[tuple[PolicyInput, str]] = []
+    most = max((len(v) for v in by_task.values()), default=0)
     for task in sorted(by_task):
         trajs = by_task[task]
+        repeat = max(1, round(min(balance, most / len(trajs)))) if balance > 0 else 1
         if max_per_task:
             kept, n = [], 0
             for t in trajs:
@@ -52,7 +60,7 @@ def success_samples(
                 kept.append(t)
                 n += len(t.steps)
             trajs = kept
-        out += [(s.policy_input(), s.response) for t in trajs for s in t.steps]
+        out += [(s.policy_input(), s.response) for t in trajs for s in t.steps] * repeat
     random.Random(seed).shuffle(out)
     return out
 
@@ -70,8 +78,9 @@ class RFT(Algorithm):
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         if not self.cfg.accumulate:
             self.pool = TrajectoryBuffer()
-        self.pool.extend(successful_groups(groups, self.cfg.per_group))
-        samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed)
+        self.pool.extend(successful_groups(groups, self.cfg.per_group, keep_pixels=policy.uses_pixels))
+        samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed,
+                                  balance=self.cfg.balance)
         fit = policy.fit_sft(samples, epochs=self.cfg.epochs, lr=self.cfg.lr, seed=seed) if samples else {}
         return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan"))}
 
@@ -82,14 +91,18 @@ class RFT(Algorithm):
         self.pool = TrajectoryBuffer.load(path / "successes.parquet")
 
 
-def successful_groups(groups: list[Group], per_group: int = 0) -> list[Group]:
+def successful_groups(groups: list[Group], per_group: int = 0, keep_pixels: bool = True) -> list[Group]:
     """Each group cut down to its successful trajectories, the shortest `per_group` of them when > 0 (groups
-    without a success are dropped)."""
+    without a success are dropped). `keep_pixels=False` drops frames and thumbnails (a policy that does not
+    read screenshots needs none, and a pool of full frames grows by megabytes per iteration)."""
     out = []
     for g in groups:
         wins = [t for t in g.trajectories if t.success]
         if per_group > 0:
             wins = sorted(wins, key=lambda t: len(t.steps))[:per_group]  # stable: rollout order on ties
+        if not keep_pixels:
+            wins = [dataclasses.replace(t, steps=[dataclasses.replace(s, frame=None, thumbnail=None)
+                                                  for s in t.steps]) for t in wins]
         if wins:
             out.append(dataclasses.replace(g, trajectories=wins))
     return out

@@ -46,6 +46,12 @@ def _thumb(pixels: np.ndarray | None, width: int) -> np.ndarray | None:
     return np.asarray(img)
 
 
+def _info_params(info: dict[str, Any]) -> dict[str, Any]:
+    """The params the env's backend drew (instances without params leave them to the env)."""
+    p = info.get("params")
+    return dict(p) if isinstance(p, dict) else {}
+
+
 def _row(x: Any, i: int) -> Any:
     """Element i of a batched vector-env value (dict of arrays/tuples, array or tuple)."""
     if isinstance(x, dict):
@@ -71,7 +77,7 @@ def collect(
             group_id=f"s{cfg.seed}-g{k}",  # unique per rollout seed and instance
             task=inst.name,
             instance_seed=inst.seed,
-            params=dict(inst.params),
+            params=dict(inst.params or {}),
             trajectories=[],
         )
         for k, inst in enumerate(instances)
@@ -87,8 +93,7 @@ def collect(
     info_i: list[dict] = [{} for _ in range(n)]
 
     def job_options(j: int) -> dict[str, Any]:
-        inst = instances[jobs[j][0]]
-        return {"task": inst.name, "params": dict(inst.params)}
+        return instances[jobs[j][0]].options()
 
     def start(mask: np.ndarray) -> None:
         nonlocal next_job
@@ -116,7 +121,7 @@ def collect(
                     group_id=groups[k].group_id,
                     task=instances[k].name,
                     instance_seed=instances[k].seed,
-                    params=dict(instances[k].params),
+                    params=dict(instances[k].params or _info_params(info_i[i])),
                     goal=obs_i[i]["goal"],
                     steps=[],
                     score=0.0,

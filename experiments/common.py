@@ -16,13 +16,17 @@ from algos.run import seed_everything
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
-BASE_VERSION = 1  # bump when the base-policy recipe changes, so caches are rebuilt
+BASE_VERSION = 2  # bump when the base-policy recipe changes, so caches are rebuilt
 
 
-def resolve_tasks(spec: str) -> list[str]:
+def resolve_tasks(spec: str, backend: str = "simdroid") -> list[str]:
+    """Task names: `all` (SimDroid's tasks) or a comma list, checked against SimDroid's registry (on the real
+    AndroidWorld the env checks them against its own registry at reset)."""
     from voyager_gym.backends.sim.backend import unknown_task_error
     from voyager_gym.backends.sim.tasks import TASKS
 
+    if backend == "androidworld" and spec not in ("all", ""):
+        return [t.strip() for t in spec.split(",") if t.strip()]
     if spec in ("all", ""):
         return sorted(TASKS)
     names = [t.strip() for t in spec.split(",") if t.strip()]
@@ -32,12 +36,44 @@ def resolve_tasks(spec: str) -> list[str]:
     return names
 
 
-def make_envs(cfg: Any) -> Any:
-    mode = "full" if cfg.render_scale > 0 else "elements"
-    kwargs: dict[str, Any] = {"observation_mode": mode, "noise": cfg.noise}
-    if cfg.render_scale > 0:
-        kwargs["render_scale"] = cfg.render_scale
+def make_envs(cfg: Any, pixels: bool = False) -> Any:
+    """The vector env of a run; `pixels` asks for screenshots (at `pixel_scale` when render_scale is 0), for
+    algorithms that compare screens (GRSD). `env.backend` / `env.workers` choose SimDroid or AndroidWorld,
+    local or on Ray actors."""
+    e = cfg.env
+    if e.backend not in ("simdroid", "androidworld"):
+        raise SystemExit(f"env.backend={e.backend!r}: expected simdroid or androidworld")
+    scale = cfg.render_scale if cfg.render_scale > 0 else (cfg.pixel_scale if pixels else 0.0)
+    if e.backend == "androidworld":  # real screens always carry pixels; the scale only shrinks them
+        kwargs: dict[str, Any] = {"render_scale": scale or 1.0, "transition_pause": e.transition_pause}
+        env_id = "voyager_gym/AndroidWorld-v0"
+    else:
+        kwargs = {"observation_mode": "full" if scale > 0 else "elements", "noise": cfg.noise}
+        if scale > 0:
+            kwargs["render_scale"] = scale
+        env_id = "voyager_gym/SimDroid-v0"
+    if e.workers > 0:
+        ray_kwargs: dict[str, Any] = {"env_id": env_id}
+        if e.ray_address:
+            ray_kwargs["address"] = e.ray_address
+        if e.actor_resources:
+            ray_kwargs["resources"] = {k: float(v) for k, v in
+                                       (kv.split("=", 1) for kv in e.actor_resources.split(","))}
+        return make_vec(e.workers, "ray", **ray_kwargs, **kwargs)
+    if e.backend == "androidworld":
+        from voyager_gym.backends.androidworld import make_androidworld_vec
+
+        ports = [int(p) for p in e.console_ports.split(",") if p.strip()]
+        grpc = [int(p) for p in e.grpc_ports.split(",") if p.strip()] or None
+        return make_androidworld_vec(ports, grpc, cfg.vector, **kwargs)
     return make_vec(cfg.num_envs, cfg.vector, **kwargs)
+
+
+def suite_backend(cfg: Any) -> Any:
+    """Who draws instance params: SimDroid (default, None) or each env's own backend (AndroidWorld)."""
+    from voyager_gym.suites import FROM_ENV
+
+    return FROM_ENV if cfg.env.backend == "androidworld" else None
 
 
 def new_policy(cfg: Any) -> Policy:
@@ -106,6 +142,9 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
     """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed)."""
     path = Path(cfg.cache_dir) / f"base-{cfg.policy}-{base_key(cfg, tasks)}"
     policy = new_policy(cfg)
+    if cfg.env.backend == "androidworld":  # no experts on real phones: the loaded model is the base
+        print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
+        return policy
     if (path / "done").exists():
         return type(policy).load(path / "policy")
     seed_everything(cfg.base.seed)
@@ -165,7 +204,7 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
             base = load_or_train_base(cfg, tasks, envs)
             print(f"training the RFT start checkpoint in {path} (cached for later runs)")
             train_loop(make_algorithm(cfg, "rft"), base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task,
-                       progress=cfg.progress)
+                       progress=cfg.progress, suite_backend=suite_backend(cfg))
             (path / "done").write_text("1")
         last = run.latest()
         assert last is not None

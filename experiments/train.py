@@ -16,7 +16,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from algos.loop import train_loop  # noqa: E402
 from algos.run import Run  # noqa: E402
-from experiments.common import load_or_train_base, load_or_train_rft, make_algorithm, make_envs, resolve_tasks  # noqa: E402
+from experiments.common import (  # noqa: E402
+    load_or_train_base,
+    load_or_train_rft,
+    make_algorithm,
+    make_envs,
+    resolve_tasks,
+    suite_backend,
+)
 from experiments.config import as_dict, parse  # noqa: E402
 
 
@@ -28,12 +35,12 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(
             f"{out} already holds a run; pass resume=true to continue it or choose another out_dir"
         )
-    tasks = resolve_tasks(cfg.tasks)
+    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
     run = Run(out, as_dict(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
-    envs = make_envs(cfg)
+    envs = make_envs(cfg, pixels=getattr(algo, "needs_pixels", False))
     t0 = time.perf_counter()
     try:
         if cfg.algo == "rft":
@@ -42,7 +49,8 @@ def main(argv: list[str] | None = None) -> dict:
             policy, start = load_or_train_rft(cfg, tasks, envs)
             print(f"starting {cfg.algo} from the RFT checkpoint (Pass@1 {start['pass_at_1']:.3f})")
         _, last = train_loop(
-            algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress
+            algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
+            suite_backend=suite_backend(cfg),
         )
     finally:
         envs.close()

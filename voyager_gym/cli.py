@@ -114,6 +114,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_forks(args: argparse.Namespace) -> int:
+    from algos.forks_figure import draw_run_forks
+
+    try:
+        out = draw_run_forks(args.run_dir, args.out, n=args.n)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({args.n} fork(s) from {args.run_dir})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="voyager-gym", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -141,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--tasks", default=None, help="comma-separated task names")
     common(d)
     d.set_defaults(fn=cmd_demo)
+    fk = sub.add_parser("forks", help="draw GRSD fork points (success vs failed rollout) from a run folder")
+    fk.add_argument("run_dir", help="a GRSD run's out_dir (reads its latest checkpoint's forks/)")
+    fk.add_argument("--out", default="forks.png")
+    fk.add_argument("--n", type=int, default=1, help="how many forks (newest first)")
+    fk.set_defaults(fn=cmd_forks)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

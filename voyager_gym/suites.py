@@ -16,6 +16,7 @@ import numpy as np
 from voyager_gym.backends.base import Backend
 
 EVAL_SUITE_SEED = 30
+FROM_ENV = "env"  # pass as `backend` to leave params to each env's own backend (drawn at reset from the seed)
 
 
 def instance_seed(suite_seed: int, name: str, i: int) -> int:
@@ -30,13 +31,25 @@ class TaskInstance:
     name: str
     index: int
     seed: int
-    params: dict[str, Any]
+    params: dict[str, Any] | None  # None: the env's backend draws them from `seed` at reset (AndroidWorld)
 
     def options(self) -> dict[str, Any]:
+        if self.params is None:
+            return {"task": self.name, "instance_seed": self.seed}
         return {"task": self.name, "params": dict(self.params)}
 
 
-def _backend(backend: Backend | None) -> Backend:
+class _FromEnv:
+    """Stands in for a backend when params are left to the envs (the real AndroidWorld draws them on the
+    device, so a suite built away from the emulator records only names and seeds)."""
+
+    def generate_params(self, name: str, seed: int) -> None:
+        return None
+
+
+def _backend(backend: Backend | str | None) -> Any:
+    if backend == FROM_ENV:
+        return _FromEnv()
     if backend is not None:
         return backend
     from voyager_gym.backends.sim import SimDroidBackend
@@ -48,10 +61,13 @@ def eval_suite(
     tasks: list[str] | None = None,
     n_per_task: int = 1,
     suite_seed: int = EVAL_SUITE_SEED,
-    backend: Backend | None = None,
+    backend: Backend | str | None = None,
 ) -> list[TaskInstance]:
-    """The held-out instances: AndroidWorld's suite (seed 30, `n_per_task` combinations per task)."""
+    """The held-out instances: AndroidWorld's suite (seed 30, `n_per_task` combinations per task).
+    `backend=FROM_ENV` leaves params to the envs (then `tasks` must be given)."""
     b = _backend(backend)
+    if not tasks and isinstance(b, _FromEnv):
+        raise ValueError("eval_suite(backend=FROM_ENV) needs the task names")
     names = tasks or b.task_names
     return [
         TaskInstance(n, i, s, b.generate_params(n, s))
@@ -73,11 +89,13 @@ class TrainGenerator:
         self,
         tasks: list[str] | None = None,
         seed: int = 0,
-        backend: Backend | None = None,
+        backend: Backend | str | None = None,
         exclude_n: int = 16,
         eval_suite_seed: int = EVAL_SUITE_SEED,
     ):
         self.backend = _backend(backend)
+        if not tasks and isinstance(self.backend, _FromEnv):
+            raise ValueError("TrainGenerator(backend=FROM_ENV) needs the task names")
         self.tasks = list(tasks or self.backend.task_names)
         self.seed = seed
         self.excluded = eval_seeds(self.tasks, exclude_n, eval_suite_seed)

@@ -42,6 +42,11 @@ class Policy(abc.ABC):
     trainable: bool = False
     has_value: bool = False
 
+    @property
+    def uses_pixels(self) -> bool:
+        """Whether the policy reads screenshots (training data for it must keep them)."""
+        return False
+
     def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook
         """Restart the policy's own sampling RNG (called each iteration, so resumed runs repeat exactly)."""
 

@@ -148,6 +148,10 @@ class HFPolicy(Policy):
         torch.nn.init.zeros_(self.value_head.weight)  # V = 0 until trained; no RNG drawn
         torch.nn.init.zeros_(self.value_head.bias)
 
+    @property
+    def uses_pixels(self) -> bool:
+        return bool(self.use_images)
+
     @classmethod
     def from_pretrained(cls, path_or_id: str | Path, **kwargs: Any) -> HFPolicy:
         """Load model + processor from a directory or hub id (the same as `HFPolicy(model=path_or_id)`)."""

@@ -44,6 +44,12 @@ from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action,
 from voyager_gym.observation import UIElement
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
+
+
+def compact(text: str) -> str:
+    """Lower-cased letters and digits only: "Wi‑Fi" and "wifi" agree, as do "OpenTracks" and "open tracks"."""
+    return NON_ALNUM_RE.sub("", text.lower())
 FLOOR_LOGPROB = -20.0  # log-prob of a response component the model cannot represent (constant, no gradient)
 SCREEN_W, SCREEN_H = 1080.0, 2400.0
 MAX_ELEMENT_WORDS = 32  # words pooled per element (long note bodies are cut)
@@ -54,7 +60,7 @@ OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slo
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
 _EMPTY = np.zeros(0, np.int64)
-N_DENSE = 16  # element dense features, see Featurizer._element
+N_DENSE = 18  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
 CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
 FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
@@ -85,6 +91,8 @@ class GoalFeat:
     ends: list[int]  # char offset where token i ends
     id_set: frozenset[int]
     lower: str
+    compact: str  # compact(text): for matching labels written differently ("Wi‑Fi" vs "wifi")
+    long_words: frozenset[str]  # compact words of 3+ characters
 
     def span_text(self, s: int, e: int) -> str:
         """The exact goal substring covered by tokens s..e (case and punctuation preserved)."""
@@ -114,6 +122,7 @@ class ElementFeat:
     dense: np.ndarray  # float32 [N_DENSE] (the 2 goal-overlap slots are filled per sample)
     label: str | None  # the answer this element gives: text, else content description
     label_lower: str
+    label_compact: str
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
 
 
@@ -131,6 +140,7 @@ class SampleFeat:
     hist_flat: np.ndarray
     hist_lens: list[int]
     step_frac: float
+    app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
 
 
 class Featurizer:
@@ -169,8 +179,9 @@ class Featurizer:
     def _goal(self, text: str) -> GoalFeat:
         ms = list(TOKEN_RE.finditer(text))[: self.max_goal]
         ids = np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64)
+        words = {compact(w) for w in TOKEN_RE.findall(text)}
         return GoalFeat(text, ids, [m.start() for m in ms], [m.end() for m in ms], frozenset(ids.tolist()),
-                        text.lower())
+                        text.lower(), compact(text), frozenset(w for w in words if len(w) >= 3))
 
     def element(self, el: UIElement) -> ElementFeat:
         """Cached by identity first (the same observation objects are scored again in training epochs), then
@@ -197,9 +208,11 @@ class Featurizer:
         if box is not None:
             dense[8:12] = [box[0] / SCREEN_W, box[1] / SCREEN_W, box[2] / SCREEN_H, box[3] / SCREEN_H]
         dense[12:14] = [bool(el.text), bool(el.content_description)]
-        # dense[14:16], filled per sample: share of the element's words in the goal; label occurs in the goal
+        # dense[14:18], filled per sample: share of the element's words in the goal; label occurs in the goal;
+        # the same compared letters-and-digits only; a 3+ letter goal word occurs in the label
         label = el.text or el.content_description or None
-        return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(), box)
+        return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
+                           compact(label or ""), box)
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
         """(type id, words of its text / app / direction / status) of one previous action's JSON text."""
@@ -221,6 +234,9 @@ class Featurizer:
         if els:
             dense[:, 14] = [len(e.id_set & g.id_set) / len(e.id_set) if e.id_set else 0.0 for e in els]
             dense[:, 15] = [bool(e.label_lower) and e.label_lower in g.lower for e in els]
+            dense[:, 16] = [len(e.label_compact) >= 3 and e.label_compact in g.compact for e in els]
+            dense[:, 17] = [bool(e.label_compact) and any(w in e.label_compact for w in g.long_words)
+                            for e in els]
         hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
@@ -249,6 +265,7 @@ class Batch:
     n_goal: torch.Tensor  # [B]
     n_el: torch.Tensor  # [B]
     has_label: torch.Tensor  # [B, E] element can be an answer
+    app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
 
 
 def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -> Batch:
@@ -294,6 +311,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         n_goal=n_goal_t,
         n_el=n_el_t,
         has_label=t(has_label),
+        app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
+                   if all(f.app_match is not None for f in feats) else None),
     )
 
 
@@ -351,6 +370,7 @@ class PointerNet(nn.Module):
         lens = np.array([len(w) for w in app_words], np.int64)
         self.register_buffer("app_words", torch.from_numpy(np.concatenate(app_words)), persistent=False)
         self.register_buffer("app_offsets", torch.from_numpy(np.cumsum(lens) - lens), persistent=False)
+        self.app_match_w = nn.Parameter(torch.tensor(3.0))
         self.value_head = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, 1))
         nn.init.zeros_(self.value_head[2].weight)
         nn.init.zeros_(self.value_head[2].bias)
@@ -365,9 +385,12 @@ class PointerNet(nn.Module):
                     self.app_emb):
             nn.init.normal_(emb.weight, std=0.1)  # small next to word vectors, so words dominate at first
 
-    def app_logits(self, h_cls: torch.Tensor) -> torch.Tensor:
+    def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None) -> torch.Tensor:
+        """Unscaled pointer scores over apps, plus a learned weight on "the goal names this app" (a copy
+        feature that transfers to apps never seen in training)."""
         keys = self.words(self.app_words, self.app_offsets) + self.app_emb.weight
-        return self.app_q(h_cls) @ keys.T
+        logits = (self.app_q(h_cls) @ keys.T) / math.sqrt(self.d)
+        return logits if match is None else logits + self.app_match_w * match
 
     def encode(self, b: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hidden states of CLS [B, d], goal tokens [B, T, d] and elements [B, E, d]."""
@@ -463,6 +486,9 @@ class SmallPolicy(Policy):
                            app_names=list(app_names) if app_names is not None else launcher_app_names())
         self.app_names: list[str] = self.config["app_names"]
         self._app_index = {a.lower(): i for i, a in enumerate(self.app_names)}
+        self._app_keys = [(compact(a), {compact(w) for w in TOKEN_RE.findall(a)} - {""})
+                          for a in self.app_names]
+        self._app_match_cache: dict[str, np.ndarray] = {}
         self.device = torch.device(device)
         self.temperature = temperature
         self.history = history
@@ -478,7 +504,23 @@ class SmallPolicy(Policy):
 
     # -- features and heads --------------------------------------------------------------------------------
     def featurize(self, batch: Sequence[PolicyInput]) -> list[SampleFeat]:
-        return [self.featurizer.sample(x) for x in batch]
+        feats = [self.featurizer.sample(x) for x in batch]
+        for f in feats:
+            f.app_match = self._app_match(f.goal)
+        return feats
+
+    def _app_match(self, g: GoalFeat) -> np.ndarray:
+        """Per launcher app: the share of its name's words in the goal, or 1 when its name, letters and digits
+        only, occurs in the goal ("Open the contacts app" names Contacts; "opentracks" names OpenTracks)."""
+        hit = self._app_match_cache.get(g.text)
+        if hit is None:
+            if len(self._app_match_cache) >= 10_000:
+                self._app_match_cache.clear()
+            words = {compact(w) for w in TOKEN_RE.findall(g.text)}
+            hit = np.array([1.0 if c and c in g.compact else len(ws & words) / max(1, len(ws))
+                            for c, ws in self._app_keys], np.float32)
+            self._app_match_cache[g.text] = hit
+        return hit
 
     def _heads(self, b: Batch, hidden: tuple[torch.Tensor, torch.Tensor, torch.Tensor], lp_type: torch.Tensor,
                types: torch.Tensor) -> Heads:
@@ -505,7 +547,7 @@ class SmallPolicy(Policy):
             element=lp_el,
             direction=torch.log_softmax(m.dir_head(h_cls) / tau, -1),
             status=torch.log_softmax(m.status_head(h_cls) / tau, -1),
-            app=torch.log_softmax(m.app_logits(h_cls) * scale / tau, -1),
+            app=torch.log_softmax(m.app_logits(h_cls, b.app_match) / tau, -1),
             span=None,
             answer=lp_ans,
             value=m.value_head(h_cls).squeeze(-1),

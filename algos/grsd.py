@@ -1,0 +1,308 @@
+"""Group Relative Self-Distillation (UI-Voyager stage 2): learn from failed rollouts at their fork points.
+
+Each iteration rolls the policy out G times per fresh training instance (algos/loop.py). In every group with
+both outcomes, fork-point detection (algos/forkpoint.py) pairs failed steps with the step of a successful
+rollout that faced the same screen but acted differently and moved somewhere else. Each fork becomes one SFT
+sample: the failed step's own input (its screen, elements and history) with the successful step's full
+response as the target, so the policy learns what to do at the exact step where it went wrong. These samples
+are mixed with RFT data (every step of the successful trajectories, pooled over iterations as RFT pools them)
+and the policy is fine-tuned with loss on the response only. The fork examples of recent iterations are kept
+in each checkpoint (`forks/`) so `voyager-gym forks RUN_DIR` and notebooks/fork_gallery.ipynb can draw them.
+
+What UI-Voyager publishes about the mix: its fork tool (cores/ in ui-voyager/UI-Voyager) writes the fork
+samples in the same conversation format as its trajectory SFT data and the paper mixes them with RFT data; no
+ratio is published, so by default every fork sample and every pooled success step is used (`rft_ratio=0`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from algos.buffer import Group, Step, Trajectory, TrajectoryBuffer
+from algos.loop import Algorithm, LoopConfig, train_loop
+from algos.policies.base import Policy
+from algos.prompt import PolicyInput
+from algos.rft import success_samples, successful_groups
+from algos.rollout import RolloutConfig, has_pixels
+from algos.run import Run
+
+FORK_MODES = ("faithful", "robust")
+FORKS_DIR = "forks"  # checkpoint folder of the kept fork examples
+
+
+@dataclasses.dataclass
+class GRSDConfig(LoopConfig):
+    fork_mode: str = "robust"  # faithful: the paper's detector as published; robust: our hardened variant
+    # (default: on SimDroid with screen noise 93% of its forks pair truly equal screens vs 60% for faithful)
+    epochs: int = 2  # passes over the mixed SFT set per iteration
+    lr: float = 5e-4  # fine-tuning learning rate (RFT's, which GRSD continues from)
+    accumulate: bool = True  # RFT part: successes from all iterations so far, not only the last
+    rft_ratio: float = 0.0  # RFT samples per fork sample (0: the whole success pool, as the paper mixes)
+    fork_repeat: int = 1  # each fork sample appears this many times (upweights the corrections)
+    max_forks_per_group: int = 0  # cap per group, most similar screens first (0: no cap)
+    max_samples_per_task: int = 0  # cap each task's share of the RFT part (see RFTConfig)
+    keep_forks: int = 32  # fork examples kept in each checkpoint for pictures (most recent first)
+    thumb_width: int = 160  # width of the screenshots stored with the kept fork examples
+
+
+@dataclasses.dataclass(frozen=True)
+class ForkExample:
+    """One fork of a group: the failed and the teacher (successful) trajectory and the fork's step indices."""
+
+    group: Group
+    failed: Trajectory
+    teacher: Trajectory
+    failed_step: int
+    teacher_step: int
+    sim_current: float
+    sim_next: float  # NaN when either step is the last of its trajectory
+
+    @property
+    def sample(self) -> tuple[PolicyInput, str]:
+        """The SFT sample: the failed step's input (own history and screen), the teacher step's response."""
+        failed, teacher = self.failed.steps[self.failed_step], self.teacher.steps[self.teacher_step]
+        return failed.policy_input(), teacher.response
+
+
+def fork_config(mode: str) -> Any:
+    """The forkpoint detector settings for `mode` (faithful | robust)."""
+    from algos.forkpoint import ForkConfig
+
+    if mode == "faithful":
+        return ForkConfig.faithful()
+    if mode == "robust":
+        return ForkConfig.robust()
+    raise ValueError(f"unknown fork_mode {mode!r}; expected one of {', '.join(FORK_MODES)}")
+
+
+def find_forks(groups: list[Group], mode: str = "robust", max_per_group: int = 0) -> list[ForkExample]:
+    """Fork examples of every group with both outcomes, in group order, failed-step order within a pair.
+    With `max_per_group`, a group keeps its forks with the most similar screens (ties: earliest)."""
+    from algos.forkpoint import group_forks
+
+    cfg = fork_config(mode)
+    out: list[ForkExample] = []
+    for g in groups:
+        if not g.has_both_outcomes:
+            continue
+        found = [ForkExample(g, failed, teacher, f.failed_step, f.teacher_step, float(f.sim_current),
+                             float(f.sim_next))
+                 for failed, teacher, f in group_forks(g, cfg)]
+        if max_per_group and len(found) > max_per_group:
+            keep = sorted(range(len(found)), key=lambda i: (-found[i].sim_current, i))[:max_per_group]
+            found = [found[i] for i in sorted(keep)]
+        out += found
+    return out
+
+
+def mix_samples(
+    fork: list[tuple[PolicyInput, str]],
+    rft: list[tuple[PolicyInput, str]],
+    rft_ratio: float = 0.0,
+    fork_repeat: int = 1,
+    seed: int = 0,
+) -> list[tuple[PolicyInput, str]]:
+    """The SFT set: fork samples (each `fork_repeat` times) plus RFT samples, shuffled with `seed`. With
+    `rft_ratio` > 0 at most round(rft_ratio * len(fork)) RFT samples, drawn without replacement."""
+    if fork_repeat < 1:
+        raise ValueError(f"fork_repeat must be >= 1, got {fork_repeat}")
+    if rft_ratio < 0:
+        raise ValueError(f"rft_ratio must be >= 0 (0: all RFT samples), got {rft_ratio}")
+    rng = random.Random(seed)
+    if rft_ratio > 0:
+        n = min(len(rft), round(rft_ratio * len(fork)))
+        rft = rng.sample(rft, n)
+    out = [s for s in fork for _ in range(fork_repeat)] + list(rft)
+    rng.shuffle(out)
+    return out
+
+
+class GRSD(Algorithm):
+    """Fork-point self-distillation mixed with RFT data, fine-tuned with loss on the response only."""
+
+    name = "grsd"
+    needs_pixels = True  # fork detection compares screenshots
+    cfg: GRSDConfig
+
+    def __init__(self, cfg: GRSDConfig):
+        if cfg.fork_mode not in FORK_MODES:
+            raise ValueError(f"unknown fork_mode {cfg.fork_mode!r}; expected one of {', '.join(FORK_MODES)}")
+        super().__init__(cfg)
+        self.pool = TrajectoryBuffer()
+        self.examples = ForkExamples(keep=cfg.keep_forks, thumb_width=cfg.thumb_width)
+
+    def rollout_config(self, envs: Any, seed: int, progress: bool) -> RolloutConfig:
+        if not has_pixels(envs):
+            raise ValueError("GRSD compares screenshots, but the env gives elements-only observations; make "
+                             "it with render_scale > 0 (observation_mode='full')")
+        return super().rollout_config(envs, seed, progress)
+
+    def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
+        cfg = self.cfg
+        if not cfg.accumulate:
+            self.pool = TrajectoryBuffer()
+        self.pool.extend(successful_groups(groups, keep_pixels=policy.uses_pixels))
+        t0 = time.perf_counter()
+        forks = find_forks(groups, cfg.fork_mode, cfg.max_forks_per_group)
+        fork_s = time.perf_counter() - t0
+        fork = [f.sample for f in forks]
+        rft = success_samples(self.pool.groups, cfg.max_samples_per_task, seed=seed)
+        samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)
+        fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed) if samples else {}
+        self.examples.add(iteration, forks)
+        return {
+            "grsd/mixed_groups": sum(g.has_both_outcomes for g in groups),
+            "grsd/forks": len(forks),
+            "grsd/fork_samples": len(fork) * cfg.fork_repeat,
+            "grsd/rft_samples": len(samples) - len(fork) * cfg.fork_repeat,
+            "grsd/sim_current_mean": _mean([f.sim_current for f in forks]),
+            "grsd/sim_next_mean": _mean([f.sim_next for f in forks]),
+            "grsd/same_screen_rate": same_screen_rate(forks),
+            "grsd/fork_s": fork_s,
+            "train/sft_samples": len(samples),
+            "losses/sft": fit.get("loss", float("nan")),
+        }
+
+    def state(self) -> dict[str, Any]:
+        return {"successes.parquet": self.pool, FORKS_DIR: self.examples}
+
+    def load_state(self, path: Path) -> None:
+        self.pool = TrajectoryBuffer.load(path / "successes.parquet")
+        self.examples = ForkExamples.load(path / FORKS_DIR, keep=self.cfg.keep_forks,
+                                          thumb_width=self.cfg.thumb_width)
+
+
+def _mean(xs: list[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def same_screen_rate(forks: list[ForkExample]) -> float:
+    """Share of forks whose two steps were on the same logical screen (SimDroid's ground-truth `screen_key`):
+    the precision of the screenshot matching. NaN when no fork has keys on both sides."""
+    hits = [f.failed.steps[f.failed_step].screen_key == f.teacher.steps[f.teacher_step].screen_key
+            for f in forks
+            if f.failed.steps[f.failed_step].screen_key and f.teacher.steps[f.teacher_step].screen_key]
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+# -- kept fork examples (for pictures) -----------------------------------------------------------------------
+def _small(step: Step, width: int) -> Step:
+    """The step with its screenshot reduced to a `width`-wide thumbnail and no full frame (small on disk)."""
+    px = step.frame if step.frame is not None else step.thumbnail
+    if px is not None and px.shape[1] > width:
+        h = max(1, round(px.shape[0] * width / px.shape[1]))
+        px = np.asarray(Image.fromarray(px).resize((width, h), Image.Resampling.BOX))
+    return dataclasses.replace(step, frame=None, thumbnail=px)
+
+
+class ForkExamples:
+    """The most recent `keep` forks with their failed and teacher trajectories (thumbnails only), saved as a
+    folder: `groups.parquet` (a TrajectoryBuffer) and `forks.json` (one record per fork, newest first)."""
+
+    def __init__(self, keep: int = 32, thumb_width: int = 160):
+        self.keep = keep
+        self.thumb_width = thumb_width
+        self.records: list[dict[str, Any]] = []
+        self.trajectories: dict[tuple[str, str], Trajectory] = {}
+        self.groups: dict[str, Group] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, iteration: int, forks: list[ForkExample]) -> None:
+        """Put this iteration's forks first, then drop all but the newest `keep`."""
+        new = []
+        for f in forks:
+            for tr in (f.failed, f.teacher):
+                key = (f.group.group_id, tr.traj_id)
+                if key not in self.trajectories:
+                    self.trajectories[key] = dataclasses.replace(
+                        tr, steps=[_small(s, self.thumb_width) for s in tr.steps])
+            self.groups.setdefault(f.group.group_id, dataclasses.replace(f.group, trajectories=[]))
+            new.append({"iteration": iteration, "group_id": f.group.group_id, "task": f.group.task,
+                        "failed_traj": f.failed.traj_id, "teacher_traj": f.teacher.traj_id,
+                        "failed_step": f.failed_step, "teacher_step": f.teacher_step,
+                        "sim_current": f.sim_current, "sim_next": f.sim_next})
+        self.records = (new + self.records)[: self.keep]
+        used = {(r["group_id"], t) for r in self.records for t in (r["failed_traj"], r["teacher_traj"])}
+        self.trajectories = {k: v for k, v in self.trajectories.items() if k in used}
+        self.groups = {g: v for g, v in self.groups.items() if any(k[0] == g for k in used)}
+
+    def pairs(self) -> list[tuple[dict[str, Any], Trajectory, Trajectory]]:
+        """(record, failed trajectory, teacher trajectory) per kept fork, newest first."""
+        return [(r, self.trajectories[(r["group_id"], r["failed_traj"])],
+                 self.trajectories[(r["group_id"], r["teacher_traj"])]) for r in self.records]
+
+    def buffer(self) -> TrajectoryBuffer:
+        out = []
+        for gid, g in self.groups.items():
+            trs = [tr for (k, _), tr in self.trajectories.items() if k == gid]
+            out.append(dataclasses.replace(g, trajectories=trs))
+        return TrajectoryBuffer(out)
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.buffer().save(path / "groups.parquet")
+        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                   for r in self.records]
+        (path / "forks.json").write_text(json.dumps({"forks": records}, indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path, keep: int = 32, thumb_width: int = 160) -> ForkExamples:
+        path = Path(path)
+        if not (path / "forks.json").is_file() or not (path / "groups.parquet").is_file():
+            raise FileNotFoundError(f"{path} holds no fork examples; expected forks.json and groups.parquet "
+                                    "(written by a GRSD checkpoint)")
+        ex = cls(keep=keep, thumb_width=thumb_width)
+        ex.records = [{k: (float("nan") if k.startswith("sim_") and v is None else v) for k, v in r.items()}
+                      for r in json.loads((path / "forks.json").read_text())["forks"]]
+        for g in TrajectoryBuffer.load(path / "groups.parquet"):
+            ex.groups[g.group_id] = dataclasses.replace(g, trajectories=[])
+            for tr in g.trajectories:
+                ex.trajectories[(g.group_id, tr.traj_id)] = tr
+        return ex
+
+
+def load_run_forks(run_dir: str | Path) -> tuple[Path, ForkExamples]:
+    """The fork examples in a run folder's latest checkpoint, with that checkpoint's path. Raises a
+    FileNotFoundError that says what is missing when the run has none."""
+    run_dir = Path(run_dir)
+    ptr = run_dir / "checkpoint.json"
+    if not ptr.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a training run folder with checkpoints (no "
+                                "checkpoint.json); expected the out_dir of `experiments/train.py algo=grsd`")
+    ckpt = run_dir / "checkpoints" / json.loads(ptr.read_text())["path"]
+    if not (ckpt / FORKS_DIR).is_dir():
+        raise FileNotFoundError(f"{ckpt} has no {FORKS_DIR}/ folder: the run holds no fork data (was it "
+                                "trained with algo=grsd?)")
+    ex = ForkExamples.load(ckpt / FORKS_DIR)
+    if not len(ex):
+        raise FileNotFoundError(f"{ckpt / FORKS_DIR} holds no forks yet: none of the run's GRSD "
+                                "iterations so far found a fork (or the run has only its iteration-0 one)")
+    return ckpt, ex
+
+
+def train(
+    policy: Policy,
+    envs: Any,
+    run: Run,
+    cfg: GRSDConfig,
+    tasks: list[str],
+    seed: int,
+    eval_n_per_task: int,
+    progress: bool = False,
+    max_env_steps: int = 0,
+) -> tuple[Policy, dict[str, Any]]:
+    """Run (or resume) GRSD in `run`'s folder. Returns the trained policy and the last evaluation."""
+    return train_loop(GRSD(cfg), policy, envs, run, tasks, seed, eval_n_per_task, progress, max_env_steps)

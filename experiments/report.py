@@ -1,0 +1,258 @@
+"""Outputs of a comparison folder: merged metrics.jsonl, curves.png, table.md and a self-contained report.
+
+Also usable on its own to redraw a folder: `python experiments/report.py RUN_DIR`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GAIN = 0.05  # "steps to reach the RFT level + 5 points"
+HARD = 10  # hardest tasks shown
+
+
+def load_rows(out: Path) -> list[dict[str, Any]]:
+    """Every pair's metrics rows (runs/<algo>-s<seed>/metrics.jsonl), in folder order."""
+    rows = []
+    for f in sorted((out / "runs").glob("*/metrics.jsonl")):
+        for line in f.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by a kill
+                continue
+    return rows
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval (0 for a single value)."""
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return float(v.mean()) if len(v) else math.nan, 0.0
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return float(v.mean()), float(half)
+
+
+def curves(rows: list[dict[str, Any]], algos: list[str]) -> dict[str, dict[int, list[tuple[int, float]]]]:
+    """algo -> seed -> [(env_steps, pass_at_1)] over evaluation rows."""
+    out: dict[str, dict[int, list[tuple[int, float]]]] = {a: {} for a in algos}
+    for r in rows:
+        if r.get("algo") in out and r.get("pass_at_1") is not None:
+            out[r["algo"]].setdefault(int(r["seed"]), []).append((int(r["env_steps"]), float(r["pass_at_1"])))
+    for per_seed in out.values():
+        for pts in per_seed.values():
+            pts.sort()
+    return out
+
+
+def aligned(per_seed: dict[int, list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluations aligned by their index (every run evaluates at the same iterations): mean env steps, mean
+    Pass@1 and the 95% half-width across seeds, up to the shortest seed's number of evaluations."""
+    n = min(len(pts) for pts in per_seed.values())
+    xs = np.array([[pts[k][0] for k in range(n)] for pts in per_seed.values()], float)
+    ys = np.array([[pts[k][1] for k in range(n)] for pts in per_seed.values()], float)
+    stats = [interval(list(col)) for col in ys.T]
+    return xs.mean(0), np.array([m for m, _ in stats]), np.array([h for _, h in stats])
+
+
+def plot_curves(cv: dict[str, dict[int, list[tuple[int, float]]]], start: float | None, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for algo, per_seed in cv.items():
+        if not per_seed:
+            continue
+        x, mean, half = aligned(per_seed)
+        ax.plot(x, mean, label=f"{algo} ({len(per_seed)} seeds)", marker="o", ms=3)
+        ax.fill_between(x, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), alpha=0.15)
+    if start is not None:
+        ax.axhline(start, color="grey", ls="--", lw=1, label="RFT checkpoint")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("environment steps (mean over seeds at each evaluation)")
+    ax.set_ylabel("Pass@1 (held-out)")
+    ax.set_title("Pass@1 against environment steps: mean and 95% t-interval across seeds", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None) -> dict[str, Any]:
+    """Final Pass@1 with intervals, steps to RFT + 5 points, and per-task final success, per algorithm."""
+    cv = curves(rows, algos)
+    out: dict[str, Any] = {}
+    for algo in algos:
+        finals, reach, per_task = [], [], []
+        for seed, pts in sorted(cv[algo].items()):
+            finals.append(pts[-1][1])
+            target = (start if start is not None else pts[0][1]) + GAIN
+            reach.append(next((x for x, y in pts if y >= target - 1e-9), None))
+            last = [r for r in rows if r.get("algo") == algo and r.get("seed") == seed and "per_task" in r]
+            if last:
+                per_task.append(last[-1]["per_task"])
+        mean, half = interval(finals)
+        out[algo] = {
+            "final": finals,
+            "mean": mean,
+            "half": half,
+            "reach": reach,
+            "steps": [pts[-1][0] for pts in cv[algo].values()],
+            "per_task": {t: float(np.mean([p[t] for p in per_task if t in p]))
+                         for t in sorted({t for p in per_task for t in p})},
+        }
+    return out
+
+
+def hardest(start_per_task: dict[str, float] | None, summ: dict[str, Any], n: int = HARD) -> list[str]:
+    """The n tasks hardest at the start (lowest RFT-checkpoint success; ties: lowest mean over algorithms)."""
+    tasks = sorted({t for s in summ.values() for t in s["per_task"]})
+    base = start_per_task or {}
+
+    def key(t: str) -> tuple[float, float, str]:
+        after = np.mean([s["per_task"].get(t, 0.0) for s in summ.values()]) if summ else 0.0
+        return (base.get(t, 0.0), float(after), t)
+
+    return sorted(tasks, key=key)[:n]
+
+
+def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None) -> str:
+    start = start_row["pass_at_1"] if start_row else None
+    lines = []
+    if start is not None:
+        lines.append(f"RFT checkpoint (start of every run): Pass@1 **{start:.3f}**\n")
+    lines += [
+        "| algorithm | final Pass@1 (mean ± 95% CI) | per seed | env steps | "
+        f"steps to RFT + {GAIN * 100:.0f} points |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for algo, s in summ.items():
+        seeds = ", ".join(f"{v:.3f}" for v in s["final"])
+        reach = ", ".join("not reached" if r is None else f"{r:,}" for r in s["reach"])
+        steps = ", ".join(f"{v:,}" for v in s["steps"])
+        label = f"{algo} (simple tasks only, from scratch)" if algo == "sb3-ppo" else algo
+        lines.append(f"| {label} | {s['mean']:.3f} ± {s['half']:.3f} | {seeds} | {steps} | {reach} |")
+    hard = hardest(start_row.get("per_task") if start_row else None, summ)
+    if hard:
+        lines += ["", "Ten hardest tasks (lowest success at the RFT checkpoint): final success per "
+                      "algorithm, mean over seeds", ""]
+        lines.append("| task | RFT checkpoint | " + " | ".join(summ) + " |")
+        lines.append("| --- | --- | " + " | ".join("---" for _ in summ) + " |")
+        for t in hard:
+            st = (start_row or {}).get("per_task", {}).get(t)
+            cells = [f"{s['per_task'].get(t, float('nan')):.2f}" for s in summ.values()]
+            lines.append(f"| {t} | {'' if st is None else f'{st:.2f}'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md_to_html(md: str) -> str:
+    """The tables and paragraphs of table.md as HTML (its only constructs)."""
+    out: list[str] = []
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        if rows:
+            head, body = rows[0], rows[2:]
+            out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>")
+            out.extend("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+            out.append("</table>")
+            rows.clear()
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+            continue
+        flush()
+        if line.strip():
+            text = html.escape(line).replace("**", "")
+            out.append(f"<p>{text}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img src="data:image/png;base64,{data}" style="max-width:100%">'
+
+
+def fork_pictures(out: Path, n: int = 3) -> list[Path]:
+    """Fork-point pictures from the first GRSD run of the comparison (none when no GRSD run kept forks)."""
+    runs = sorted((out / "runs").glob("grsd-s*"))
+    if not runs:
+        return []
+    from algos.forks_figure import draw_run_forks
+
+    try:
+        return [draw_run_forks(runs[0], out / "forks.png", n=n)]
+    except (ValueError, FileNotFoundError, SystemExit) as e:  # no fork in this run: the report says so
+        print(f"report: no fork pictures ({e})")
+        return []
+
+
+def report_html(out: Path, md: str, pictures: list[Path]) -> str:
+    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else {}
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>voyager-gym comparison</title>",
+        "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}</style></head><body>",
+        f"<h1>Comparison: {html.escape(out.name)}</h1>",
+        f"<p>algorithms: {html.escape(str(cfg.get('algo', '')))}; seeds: {cfg.get('seeds', '')}; budget: "
+        f"{cfg.get('budget', '')} env steps; tasks: {html.escape(str(cfg.get('tasks', '')))}; policy: "
+        f"{html.escape(str(cfg.get('policy', '')))}</p>",
+        "<h2>Learning curves</h2>",
+        _img(out / "curves.png") if (out / "curves.png").exists() else "<p>(no curves)</p>",
+        "<h2>Results</h2>",
+        _md_to_html(md),
+    ]
+    if pictures:
+        parts.append("<h2>Fork points (GRSD)</h2>")
+        parts += [_img(p) for p in pictures]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_outputs(
+    out: Path, algos: list[str], seeds: int, start_row: dict[str, Any] | None
+) -> dict[str, Any]:
+    rows = load_rows(out)
+    tmp = out / "metrics.jsonl.tmp"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(out / "metrics.jsonl")
+    if start_row is not None:
+        (out / "start.json").write_text(json.dumps(start_row))
+    start = start_row["pass_at_1"] if start_row else None
+    cv = curves(rows, algos)
+    plot_curves(cv, start, out / "curves.png")
+    summ = summary(rows, algos, start)
+    md = table_md(summ, start_row)
+    (out / "table.md").write_text(md)
+    (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))
+    return summ
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        raise SystemExit("usage: python experiments/report.py RUN_DIR")
+    out = Path(args[0])
+    cfg = json.loads((out / "config.json").read_text())
+    start = json.loads((out / "start.json").read_text()) if (out / "start.json").exists() else None
+    algos = [a.strip() for a in cfg["algo"].split(",") if a.strip()]
+    write_outputs(out, algos, cfg.get("seeds", 1), start)
+    print((out / "table.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

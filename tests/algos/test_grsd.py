@@ -1,0 +1,292 @@
+"""GRSD: fork samples on hand-made groups, mixing with RFT data, end-to-end iterations (small and tiny-VLM
+policies) through train_loop, kept fork examples, and the `voyager-gym forks` picture."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from algos.buffer import Group
+from algos.grsd import GRSD, ForkExamples, GRSDConfig, find_forks, load_run_forks, mix_samples
+from algos.loop import train_loop
+from algos.policies.base import Policy, PolicyOutput
+from algos.policies.simple import ExpertPolicy
+from algos.prompt import render_prompt, render_response
+from algos.rft import success_samples
+from algos.rollout import RolloutConfig, collect
+from algos.run import Run
+from voyager_gym.actions import Action
+from voyager_gym.suites import TrainGenerator
+from voyager_gym.vector import make_vec
+
+DETOUR_TASKS = ["SystemWifiTurnOn", "SystemCopyToClipboard", "ContactsAddContact"]
+E2E_TASKS = ["SystemWifiTurnOn", "SystemCopyToClipboard", "SystemBluetoothTurnOff"]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    torch.set_num_threads(1)
+
+
+class DetourExpert(ExpertPolicy):
+    """The task expert, except that sub-env i (a key of `detours`) goes home at step detours[i] and then
+    declares the task complete: a failed rollout whose fork with the expert's rollout is exactly that step."""
+
+    def __init__(self, detours: dict[int, int]):
+        super().__init__()
+        self.detours = detours
+
+    def act(self, batch, greedy=False):
+        out = super().act(batch, greedy)
+        for i, x in enumerate(batch):
+            k = self.detours.get(i)
+            if k is not None and x.step >= k:
+                a = Action("navigate_home") if x.step == k else Action("status", goal_status="complete")
+                out[i] = PolicyOutput(render_response(a), a, 0.0)
+        return out
+
+
+def detour_groups(tasks=DETOUR_TASKS, detours: dict[int, int] | None = None, noise: str = "none",
+                  scale: float = 0.25, seed: int = 0) -> list[Group]:
+    """One group per task: rollout 0 is the expert (success), rollout i leaves at step detours[i] (failure);
+    by default one failure that leaves at step 2."""
+    detours = detours or {1: 2}
+    n = max(detours) + 1
+    envs = make_vec(n, "sync", observation_mode="full", render_scale=scale, noise=noise)
+    try:
+        groups = []
+        for i, inst in enumerate(TrainGenerator(tasks, seed=seed).take(len(tasks))):
+            cfg = RolloutConfig(group_size=n, thumb_width=0, keep_frames=True, seed=seed * 100 + i)
+            groups += collect(DetourExpert(detours), envs, [inst], cfg)
+    finally:
+        envs.close()
+    return groups
+
+
+@pytest.fixture(scope="module")
+def groups() -> list[Group]:
+    return detour_groups()
+
+
+# -- fork samples ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["faithful", "robust"])
+def test_a_known_fork_gives_exactly_the_failed_prompt_with_the_teacher_response(groups, mode):
+    for g in groups:
+        ok, bad = g.trajectories
+        assert ok.success and not bad.success and g.has_both_outcomes
+        forks = find_forks([g], mode)
+        assert [(f.failed_step, f.teacher_step) for f in forks] == [(2, 2)], g.task
+        f = forks[0]
+        assert f.failed is bad and f.teacher is ok and f.sim_current == pytest.approx(1.0)
+        x, response = f.sample
+        assert render_prompt(x) == bad.steps[2].prompt  # the failed step's own prompt and history
+        assert x.history == bad.steps[2].history and len(x.history) == 2
+        assert np.array_equal(x.pixels, bad.steps[2].frame)
+        assert response == ok.steps[2].response != bad.steps[2].response
+        assert "navigate_home" in bad.steps[2].response
+
+
+def test_groups_without_both_outcomes_give_no_forks(groups):
+    only_success = [Group(g.group_id, g.task, g.instance_seed, g.params, g.successes) for g in groups]
+    only_failure = [Group(g.group_id, g.task, g.instance_seed, g.params, g.failures) for g in groups]
+    assert find_forks(only_success) == [] and find_forks(only_failure) == []
+
+
+def test_screen_noise_does_not_hide_a_fork_in_robust_mode():
+    groups = detour_groups(["SystemWifiTurnOn", "SystemCopyToClipboard"], noise="default", seed=3)
+    forks = find_forks(groups, "robust")
+    assert [(f.failed_step, f.teacher_step) for f in forks] == [(2, 2), (2, 2)]
+
+
+def test_max_forks_per_group_keeps_the_most_similar():
+    (g,) = detour_groups(["SystemWifiTurnOn"], detours={1: 2, 2: 3})
+    assert [t.success for t in g.trajectories] == [True, False, False]
+    forks = find_forks([g])
+    assert [(f.failed.traj_id, f.failed_step, f.teacher_step) for f in forks] == [
+        (g.trajectories[1].traj_id, 2, 2), (g.trajectories[2].traj_id, 3, 3)]
+    assert len(find_forks([g], max_per_group=1)) == 1
+
+
+# -- mixing ---------------------------------------------------------------------------------------------
+def test_mix_samples_counts_and_ratio():
+    fork = [(f"x{i}", "fork") for i in range(3)]
+    rft = [(f"r{i}", "rft") for i in range(10)]
+    everything = mix_samples(fork, rft, seed=0)
+    assert len(everything) == 13 and sorted(everything) == sorted(fork + rft)
+    capped = mix_samples(fork, rft, rft_ratio=2.0, seed=0)
+    assert sum(r == "fork" for _, r in capped) == 3 and sum(r == "rft" for _, r in capped) == 6
+    assert mix_samples(fork, rft, rft_ratio=2.0, seed=0) == capped  # seeded
+    repeated = mix_samples(fork, rft, fork_repeat=3, seed=1)
+    assert sum(r == "fork" for _, r in repeated) == 9 and sum(r == "rft" for _, r in repeated) == 10
+    with pytest.raises(ValueError, match="fork_repeat"):
+        mix_samples(fork, rft, fork_repeat=0)
+
+
+class RecordingPolicy(Policy):
+    """Records what fit_sft is given (the mixing counts are checked on exactly those samples)."""
+
+    trainable = True
+
+    def __init__(self):
+        self.samples = []
+
+    def act(self, batch, greedy=False):
+        raise AssertionError("not used")
+
+    def fit_sft(self, samples, epochs=1, lr=None, seed=0):
+        self.samples = list(samples)
+        return {"loss": 0.5}
+
+
+def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
+    algo = GRSD(GRSDConfig(fork_repeat=2))
+    pol = RecordingPolicy()
+    m = algo.update(pol, groups[:2], iteration=1, seed=0)
+    success_steps = sum(len(t.steps) for g in groups[:2] for t in g.successes)
+    assert m["grsd/mixed_groups"] == 2 and m["grsd/forks"] == 2
+    assert m["grsd/fork_samples"] == 4 and m["grsd/rft_samples"] == success_steps
+    assert m["train/sft_samples"] == len(pol.samples) == 4 + success_steps
+    assert m["grsd/same_screen_rate"] == 1.0 and m["grsd/sim_current_mean"] == pytest.approx(1.0)
+    for g in groups[:2]:  # the failed step's input (its own frame object), twice, with the teacher's response
+        ok, bad = g.trajectories
+        got = [r for x, r in pol.samples if x.pixels is bad.steps[2].frame]
+        assert got == [ok.steps[2].response] * 2
+    # the next iteration pools the successes of both (RFT's pool), forks come from the new groups only
+    m2 = algo.update(pol, groups[2:], iteration=2, seed=1)
+    assert m2["grsd/forks"] == 1
+    assert m2["grsd/rft_samples"] == len(success_samples(groups)) == sum(
+        len(t.steps) for g in groups for t in g.successes)
+    assert [r["iteration"] for r in algo.examples.records] == [2, 1, 1]
+
+
+def test_fork_examples_save_load_and_keep_the_newest(groups, tmp_path):
+    ex = ForkExamples(keep=2, thumb_width=40)
+    ex.add(1, find_forks(groups[:2]))
+    ex.add(2, find_forks(groups[2:]))
+    assert [(r["iteration"], r["task"]) for r in ex.records] == [(2, groups[2].task), (1, groups[0].task)]
+    ex.save(tmp_path / "forks")
+    back = ForkExamples.load(tmp_path / "forks")
+    assert back.records == ex.records
+    for (r, failed, teacher), (_, f0, t0) in zip(back.pairs(), ex.pairs(), strict=True):
+        assert failed == f0 and teacher == t0 and failed.traj_id == r["failed_traj"]
+        assert all(s.frame is None and s.thumbnail.shape[1] == 40 for s in failed.steps + teacher.steps)
+    assert {g.group_id for g in back.buffer()} == {groups[2].group_id, groups[0].group_id}
+
+
+def test_grsd_refuses_elements_only_envs():
+    envs = make_vec(1, "sync", observation_mode="elements")
+    with pytest.raises(ValueError, match="render_scale"):
+        GRSD(GRSDConfig()).rollout_config(envs, 0, False)
+    envs.close()
+    with pytest.raises(ValueError, match="fork_mode"):
+        GRSD(GRSDConfig(fork_mode="exact"))
+
+
+# -- end to end -----------------------------------------------------------------------------------------
+def bc_small_policy(tasks: list[str], envs) -> Policy:
+    """A SmallPolicy cloned from 4 expert demos per task: it succeeds now and then (on the E2E tasks 2-4 of
+    6 groups of 4 have both outcomes, whatever the rollout seed), so groups hold forks."""
+    from algos.policies.small import SmallPolicy
+
+    demos = collect(ExpertPolicy(), envs, TrainGenerator(tasks, seed=10_000).take(4 * len(tasks)),
+                    RolloutConfig(group_size=1, greedy=True, thumb_width=0, seed=0))
+    pol = SmallPolicy(seed=0)
+    pol.fit_sft(success_samples(demos), epochs=14, lr=1e-3, seed=0)
+    return pol
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """One GRSD iteration of a small policy on three tasks with screenshots (render_scale 0.25), 6 groups."""
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("grsd") / "run"
+    envs = make_vec(4, "sync", observation_mode="full", render_scale=0.25, noise="default")
+    try:
+        policy = bc_small_policy(E2E_TASKS, envs)
+        run = Run(out, {"algo": "grsd"}, wandb_mode="disabled")
+        cfg = GRSDConfig(iterations=1, instances_per_iter=6, group_size=4, epochs=1)
+        train_loop(GRSD(cfg), policy, envs, run, E2E_TASKS, seed=0, eval_n_per_task=1)
+        run.close()
+    finally:
+        envs.close()
+    return out
+
+
+def test_one_grsd_iteration_with_the_small_policy(small_run):
+    rows = [json.loads(line) for line in (small_run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [0, 1]
+    last = rows[1]
+    assert last["grsd/mixed_groups"] >= 1, "no group had both outcomes: retune bc_small_policy"
+    assert last["grsd/forks"] >= last["grsd/mixed_groups"]
+    assert last["train/sft_samples"] == last["grsd/fork_samples"] + last["grsd/rft_samples"]
+    assert 0.9 <= last["grsd/sim_current_mean"] <= 1.0 and math.isfinite(last["losses/sft"])
+    ckpt, ex = load_run_forks(small_run)
+    assert ckpt.name == "it_1" and len(ex) == last["grsd/forks"]
+    assert (ckpt / "successes.parquet").exists()
+    # resuming restores the pooled successes and the kept forks
+    algo = GRSD(GRSDConfig())
+    algo.load_state(ckpt)
+    assert len(algo.examples) == len(ex) and len(algo.pool) >= 1
+
+
+def test_forks_cli_draws_a_png_from_the_run(small_run, tmp_path):
+    from PIL import Image
+
+    from voyager_gym.cli import main
+
+    out = tmp_path / "forks.png"
+    assert main(["forks", str(small_run), "--out", str(out), "--n", "1"]) == 0
+    with Image.open(out) as im:
+        w, h = im.size
+        px = np.asarray(im.convert("RGB"))
+    assert w > 600 and h > 300
+    assert (np.abs(px.astype(int) - [215, 48, 39]).sum(-1) < 40).sum() > 100  # the red box of the failed step
+    assert (np.abs(px.astype(int) - [26, 152, 80]).sum(-1) < 40).sum() > 100  # the green box of the teacher
+
+
+def test_forks_cli_names_what_is_missing(small_run, tmp_path, capsys):
+    from voyager_gym.cli import main
+
+    assert main(["forks", str(tmp_path / "nothing"), "--out", str(tmp_path / "a.png")]) == 2
+    assert "no checkpoint.json" in capsys.readouterr().err
+    run = Run(tmp_path / "rft", {}, wandb_mode="disabled")  # a run whose checkpoint has no forks/
+    run.checkpoint(0, RecordingPolicyWithSave(), {"env_steps": 0})
+    assert main(["forks", str(tmp_path / "rft"), "--out", str(tmp_path / "b.png")]) == 2
+    assert "no forks/ folder" in capsys.readouterr().err
+    assert not (tmp_path / "a.png").exists() and not (tmp_path / "b.png").exists()
+
+
+class RecordingPolicyWithSave(RecordingPolicy):
+    def save(self, path):
+        path.mkdir(parents=True, exist_ok=True)
+
+
+def test_one_grsd_update_and_iteration_with_the_tiny_vlm(tmp_path):
+    from algos.policies.hf import HFPolicy
+    from algos.policies.tiny import build_tiny_tokenizer, build_tiny_vlm
+
+    model, processor = build_tiny_vlm(build_tiny_tokenizer(), seed=0)
+    policy = HFPolicy(model=model, processor=processor, seed=0, max_new_tokens=24, sft_batch_size=4)
+    # the update on hand-made groups: fork samples carry the failed step's screenshot into TRL's SFT
+    groups = detour_groups(["SystemWifiTurnOn"], scale=0.05)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    m = GRSD(GRSDConfig(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
+    assert m["grsd/forks"] == 1 and m["train/sft_samples"] == 1 + len(groups[0].trajectories[0].steps)
+    assert math.isfinite(m["losses/sft"])
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
+    # and one iteration through train_loop (a random tiny VLM rarely succeeds: the plumbing, not forks)
+    envs = make_vec(2, "sync", observation_mode="full", render_scale=0.05, noise="default")
+    try:
+        run = Run(tmp_path / "hf", {"algo": "grsd"}, wandb_mode="disabled")
+        cfg = GRSDConfig(iterations=1, instances_per_iter=1, group_size=2, epochs=1)
+        train_loop(GRSD(cfg), policy, envs, run, ["SystemWifiTurnOn"], seed=0, eval_n_per_task=1)
+        run.close()
+    finally:
+        envs.close()
+    rows = [json.loads(line) for line in (tmp_path / "hf" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [0, 1] and "grsd/forks" in rows[1]
+    assert (tmp_path / "hf" / "checkpoints" / "it_1" / "forks" / "forks.json").exists()

@@ -116,16 +116,24 @@ def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None) -
     return out
 
 
-def hardest(start_per_task: dict[str, float] | None, summ: dict[str, Any], n: int = HARD) -> list[str]:
-    """The n tasks hardest at the start (lowest RFT-checkpoint success; ties: lowest mean over algorithms)."""
-    tasks = sorted({t for s in summ.values() for t in s["per_task"]})
+def hardest(
+    start_per_task: dict[str, float] | None, summ: dict[str, Any], n: int = HARD
+) -> tuple[list[str], int]:
+    """The n tasks hardest at the start (lowest RFT-checkpoint success; ties: lowest mean over algorithms),
+    among tasks some run solved at least once; also how many tasks no run ever solved (left out)."""
     base = start_per_task or {}
+    tasks = sorted({t for s in summ.values() for t in s["per_task"]} | set(base))
+
+    def best(t: str) -> float:
+        return max([base.get(t, 0.0), *[s["per_task"].get(t, 0.0) for s in summ.values()]])
+
+    solved = [t for t in tasks if best(t) > 0]
 
     def key(t: str) -> tuple[float, float, str]:
         after = np.mean([s["per_task"].get(t, 0.0) for s in summ.values()]) if summ else 0.0
         return (base.get(t, 0.0), float(after), t)
 
-    return sorted(tasks, key=key)[:n]
+    return sorted(solved, key=key)[:n], len(tasks) - len(solved)
 
 
 def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None) -> str:
@@ -144,10 +152,11 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None) -> str:
         steps = ", ".join(f"{v:,}" for v in s["steps"])
         label = f"{algo} (simple tasks only, from scratch)" if algo == "sb3-ppo" else algo
         lines.append(f"| {label} | {s['mean']:.3f} ± {s['half']:.3f} | {seeds} | {steps} | {reach} |")
-    hard = hardest(start_row.get("per_task") if start_row else None, summ)
+    hard, never = hardest(start_row.get("per_task") if start_row else None, summ)
     if hard:
-        lines += ["", "Ten hardest tasks (lowest success at the RFT checkpoint): final success per "
-                      "algorithm, mean over seeds", ""]
+        lines += ["", "Ten hardest tasks (lowest success at the RFT checkpoint, among tasks some run "
+                      f"solved; {never} tasks no run solved are left out): final success per algorithm, "
+                      "mean over seeds", ""]
         lines.append("| task | RFT checkpoint | " + " | ".join(summ) + " |")
         lines.append("| --- | --- | " + " | ".join("---" for _ in summ) + " |")
         for t in hard:

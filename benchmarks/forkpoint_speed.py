@@ -1,0 +1,198 @@
+"""Fork-point speed: our faithful detector against a per-pair reference, on realistic groups.
+
+Groups: 8 rollouts of a SimDroid task (2 expert; 6 expert with 30-50% seeded random detours, which mostly
+wander until the 30-step budget ends) with default screen noise, screenshots rendered at `--scale` of
+1080x2400 (default 0.5: 540x1200, so the 480x270 thumbnail is a downscale in both axes, as for real
+screenshots). The reference implements the same faithful rules the way UI-Voyager's published code runs them:
+a thumbnail and hash per step (one screenshot file each, cached), and `obs_similarity` computed afresh at
+every call with `skimage.metrics.structural_similarity`, inside the literal transition-advance / candidate
+loops. Both must produce the same forks (steps, and similarities to 1e-6). Timings are process CPU seconds
+(the machine may be shared; our thumbnails use 2 threads, so wall < CPU), split into thumbnails+hashes
+("phi") and the rest ("match"); the summary line gives the ratios.
+
+    python benchmarks/forkpoint_speed.py [--groups 3] [--scale 0.5] [--tasks A,B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from forkpoint_quality import make_group  # noqa: E402
+
+from algos.forkpoint import ForkConfig, _Screens, group_forks, resize_area, rgb_to_gray  # noqa: E402
+
+TASKS = ["SimpleCalendarAddOneEvent", "VlcCreatePlaylist", "ExpenseAddSingle"]
+
+
+class Reference:
+    """UI-Voyager's obs_similarity and backward state matching, per call, with per-step caches."""
+
+    def __init__(self, cfg: ForkConfig):
+        from skimage.metrics import structural_similarity
+
+        self.ssim = structural_similarity
+        self.cfg = cfg
+        self.thumbs: dict[int, np.ndarray] = {}
+        self.hashes: dict[int, np.ndarray] = {}
+        self.ssim_calls = 0
+
+    def _prep(self, key: int, screen: np.ndarray) -> None:
+        if key in self.thumbs:
+            return
+        crop = screen[int(screen.shape[0] * self.cfg.crop_top):]
+        self.thumbs[key] = rgb_to_gray(resize_area(crop, self.cfg.thumb_size)).astype(np.float64)
+        small = rgb_to_gray(resize_area(crop, (self.cfg.hash_size, self.cfg.hash_size)))
+        self.hashes[key] = (small >= small.mean()).ravel()
+
+    def sim(self, ka: int, a: np.ndarray, kb: int, b: np.ndarray) -> float:
+        self._prep(ka, a)
+        self._prep(kb, b)
+        h = float(np.sum(self.hashes[ka] == self.hashes[kb])) / self.hashes[ka].size
+        if h < self.cfg.hash_threshold:
+            return h
+        ta, tb = self.thumbs[ka], self.thumbs[kb]
+        if np.array_equal(ta, tb):
+            return 1.0
+        self.ssim_calls += 1
+        return float(self.ssim(ta, tb, data_range=self.cfg.data_range))
+
+    def forks(self, base: list, failed: list) -> list[tuple[int, int, float, float]]:
+        """The rule list of DESIGN.md, as loops; steps are (key, screen, action)."""
+        thr = self.cfg.threshold - self.cfg.tolerance
+        nb, nf = len(base), len(failed)
+
+        def sim(f: int, b: int) -> float:
+            return self.sim(failed[f][0], failed[f][1], base[b][0], base[b][1])
+
+        out, lo = [], 0
+        for i in range(nf):
+            last_f = i == nf - 1
+            advanced = False
+            if not last_f:
+                for j in range(lo, nb - 1):
+                    if sim(i, j) >= thr and sim(i + 1, j + 1) >= thr:
+                        lo = max(lo, j + 1)
+                        advanced = True
+                        break
+            if advanced:
+                continue
+            cands = []
+            for j in range(lo, nb):
+                s = sim(i, j)
+                if s < thr:
+                    continue
+                fa, ba = failed[i][2], base[j][2]
+                if fa is not None and ba is not None and fa == ba:
+                    continue
+                if j != nb - 1 and not last_f and sim(i + 1, j + 1) >= thr:
+                    continue
+                cands.append((j, s))
+            if cands:
+                j, s = max(cands, key=lambda c: (c[1], -c[0]))
+                nxt = sim(i + 1, j + 1) if (not last_f and j != nb - 1) else float("nan")
+                out.append((i, j, s, nxt))
+                lo = j
+        return out
+
+
+def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float]:
+    """Forks of every failed trajectory against the shortest success, the number of SSIM calls, and the CPU
+    seconds spent on thumbnails and hashes (one per step, as UI-Voyager caches them per screenshot file)."""
+    ref = Reference(cfg)
+    succ, fail = grp.successes, grp.failures
+    if not succ or not fail:
+        return [], 0, 0.0
+    base = min(succ, key=lambda t: len(t.steps))
+    key: dict = {}
+
+    def steps(tr):
+        return [(key.setdefault((tr.traj_id, s.t), len(key)), s.frame, s.action) for s in tr.steps]
+    b, fs = steps(base), [steps(tr) for tr in fail]
+    c = time.process_time()
+    for st in [b] + fs:
+        for k, frame, _ in st:
+            ref._prep(k, frame)
+    phi = time.process_time() - c
+    out = []
+    for tr, f in zip(fail, fs, strict=True):
+        out += [(tr.traj_id,) + fork for fork in ref.forks(b, f)]
+    return out, ref.ssim_calls, phi
+
+
+def our_phi(grp, cfg: ForkConfig) -> float:
+    """CPU seconds our detector spends on thumbnails and hashes (distinct frames only) for this group."""
+    base = min(grp.successes, key=lambda t: len(t.steps))  # faithful compares the shortest success only
+    frames = [s.frame for tr in [base] + grp.failures for s in tr.steps]
+    scr = _Screens(cfg, cfg.thumb_size[0])
+    c = time.process_time()
+    scr.add_many(frames, ["frame"] * len(frames))
+    return time.process_time() - c
+
+
+def timed(fn, *args):
+    c, w = time.process_time(), time.perf_counter()
+    res = fn(*args)
+    return res, time.process_time() - c, time.perf_counter() - w
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=0.5)
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    args = ap.parse_args()
+    cfg = ForkConfig.faithful()
+    tasks = [t for t in args.tasks.split(",") if t]
+    tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_wall", "ref_phi"), 0.0)
+    identical = True
+    n_steps = n_forks = 0
+    size = f"{round(1080 * args.scale)}x{round(2400 * args.scale)}"
+    print(f"forkpoint speed, faithful mode, screenshots {size}, noise 'default'; CPU ms per group "
+          "(phi = thumbnails + hashes, match = the rest)")
+    print(f"{'group':30s} {'steps':>5s} {'forks':>5s} {'ours':>6s} {'phi':>5s} {'match':>5s} {'ref':>6s} "
+          f"{'phi':>5s} {'match':>6s} {'SSIMs':>5s} {'total':>6s} {'match':>6s}")
+    for k in range(args.groups):
+        task = tasks[k % len(tasks)]
+        grp = make_group(task, instance=k // len(tasks), noise="default", scale=args.scale, detour=(0.3, 0.5),
+                         give_up=0.0)  # weak-policy failures: they wander until the 30-step budget ends
+        steps = sum(len(t.steps) for t in grp.trajectories)
+        ours, oc, ow = timed(group_forks, grp, cfg)
+        ophi = our_phi(grp, cfg)
+        (ref, calls, rphi), rc, rw = timed(reference_group, grp, cfg)
+        a = sorted((f.traj_id, k.failed_step, k.teacher_step) for f, _, k in ours)
+        b = sorted((r[0], r[1], r[2]) for r in ref)
+        same = a == b
+        if same:
+            sims = {(f.traj_id, k.failed_step): (k.sim_current, k.sim_next) for f, _, k in ours}
+            for r in ref:
+                s_cur, s_next = sims[(r[0], r[1])]
+                same &= abs(s_cur - r[3]) < 1e-6 and (np.isnan(s_next) == np.isnan(r[4])) and (
+                    np.isnan(s_next) or abs(s_next - r[4]) < 1e-6)
+        identical &= same
+        for name, v in (("ours", oc), ("ours_wall", ow), ("ours_phi", ophi), ("ref", rc), ("ref_wall", rw),
+                        ("ref_phi", rphi)):
+            tot[name] += v
+        n_steps += steps
+        n_forks += len(a)
+        om, rm = max(oc - ophi, 1e-9), rc - rphi
+        print(f"{grp.group_id:30s} {steps:5d} {len(a):5d} {oc * 1e3:6.0f} {ophi * 1e3:5.0f} {om * 1e3:5.0f} "
+              f"{rc * 1e3:6.0f} {rphi * 1e3:5.0f} {rm * 1e3:6.0f} {calls:5d} {rc / oc:5.1f}x {rm / om:5.1f}x"
+              f"{'' if same else '  DIFFERENT FORKS'}")
+    g = args.groups
+    om, rm = (tot["ours"] - tot["ours_phi"]) / g, (tot["ref"] - tot["ref_phi"]) / g
+    print(f"\nsummary: faithful detection {tot['ours'] / g * 1e3:.0f} ms/group "
+          f"(wall {tot['ours_wall'] / g * 1e3:.0f}; {n_steps / g:.0f} steps) vs per-pair skimage reference "
+          f"{tot['ref'] / g * 1e3:.0f} ms/group: {tot['ref'] / tot['ours']:.1f}x overall, {rm / om:.1f}x on "
+          f"matching ({om * 1e3:.0f} vs {rm * 1e3:.0f} ms; thumbnails {tot['ours_phi'] / g * 1e3:.0f} vs "
+          f"{tot['ref_phi'] / g * 1e3:.0f} ms); decisions identical: {'yes' if identical else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()

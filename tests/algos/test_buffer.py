@@ -129,13 +129,14 @@ def test_real_rollout_steps_round_trip(tmp_path):
         obs, r, term, trunc, info = env.step(text)
         done = term or trunc
         steps.append(Step(group_id=gid, traj_id=tid, t=x.step, goal=x.goal, history=list(history),
-                          prompt=render_prompt(x), response=text, action=info["action"],
+                          prompt=render_prompt(x), response=text,
+                          action=json.loads(info["action"]) if info["action"] else None,
                           valid=info["invalid_action"] is None, invalid_reason=info["invalid_action"],
                           ui_elements=[e.to_dict() for e in x.elements], screen_key=key,
                           thumbnail=x.pixels[::4, ::4].copy(), frame=x.pixels if len(steps) == 0 else None,
                           reward=r, done=done, logprob=-0.1 * len(steps), step_max=info["max_steps"]))
-        if info["action"] is not None:
-            history.append(json.dumps(info["action"]))
+        if info["action"]:  # the executed action's JSON text ("" when invalid)
+            history.append(info["action"])
     assert info["success"] and not steps[1].valid and steps[1].action is None
     traj = Trajectory(tid, gid, "SystemWifiTurnOn", 5, info["params"], info["goal"], steps,
                       score=info["score"], success=True, env_seed=0)

@@ -279,3 +279,19 @@ def test_requests_the_cluster_cannot_place_fail_fast():
         RayVectorEnv(2, placement_strategy="RANDOM")
     with pytest.raises(ValueError, match="not both"):
         RayVectorEnv(2, placement_strategy="PACK", scheduling_strategy="SPREAD", resources={"emulator": 1})
+
+
+def test_entry_point_config_builds_ray_actors():
+    """`env.workers=N` (with `env.actor_resources`) is what train.py / compare.py turn into a RayVectorEnv."""
+    from experiments.common import make_envs
+    from experiments.config import parse
+
+    cfg = parse(["env.workers=2", "env.actor_resources=emulator=1", "tasks=SystemWifiTurnOn"])
+    envs = make_envs(cfg)
+    try:
+        assert isinstance(envs, RayVectorEnv) and envs.num_envs == 2
+        inst = TrainGenerator(["SystemWifiTurnOn"], seed=3).take(1)
+        groups = collect(ExpertPolicy(), envs, inst, RolloutConfig(group_size=2, greedy=True))
+        assert [t.success for t in groups[0].trajectories] == [True, True]
+    finally:
+        envs.close()

@@ -28,12 +28,11 @@ import numpy as np
 from PIL import Image
 
 from algos.buffer import Group, Step, Trajectory, TrajectoryBuffer
-from algos.loop import Algorithm, LoopConfig, train_loop
+from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
 from algos.rft import success_samples, successful_groups
 from algos.rollout import RolloutConfig, has_pixels
-from algos.run import Run
 
 FORK_MODES = ("faithful", "robust")
 FORKS_DIR = "forks"  # checkpoint folder of the kept fork examples
@@ -292,17 +291,3 @@ def load_run_forks(run_dir: str | Path) -> tuple[Path, ForkExamples]:
                                 "iterations so far found a fork (or the run has only its iteration-0 one)")
     return ckpt, ex
 
-
-def train(
-    policy: Policy,
-    envs: Any,
-    run: Run,
-    cfg: GRSDConfig,
-    tasks: list[str],
-    seed: int,
-    eval_n_per_task: int,
-    progress: bool = False,
-    max_env_steps: int = 0,
-) -> tuple[Policy, dict[str, Any]]:
-    """Run (or resume) GRSD in `run`'s folder. Returns the trained policy and the last evaluation."""
-    return train_loop(GRSD(cfg), policy, envs, run, tasks, seed, eval_n_per_task, progress, max_env_steps)

@@ -93,23 +93,16 @@ def train_loop(
         print(f"resuming {algo.name} from {path.name}: iteration {start}, {env_steps} env steps")
     t0 = time.perf_counter() - wall0
 
-    def evaluate_and_log(iteration: int, metrics: dict[str, Any]) -> dict[str, Any]:
-        ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
-                      backend=suite_backend)
-        run.log(
-            {
-                "algo": algo.name,
-                "seed": seed,
-                **extra,
-                "iteration": iteration,
-                "env_steps": env_steps,
-                "pass_at_1": ev["pass_at_1"],
-                "per_task": ev["per_task"],
-                "eval_episodes": ev["episodes"],
-                **metrics,
-                "wall_s": time.perf_counter() - t0,
-            }
-        )
+    def log(iteration: int, metrics: dict[str, Any], with_eval: bool) -> dict[str, Any]:
+        """One metrics row for `iteration`, with a Pass@1 evaluation when asked; returns the evaluation."""
+        row: dict[str, Any] = {"algo": algo.name, "seed": seed, **extra, "iteration": iteration,
+                               "env_steps": env_steps}
+        ev: dict[str, Any] = {}
+        if with_eval:
+            ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
+                          backend=suite_backend)
+            row.update(pass_at_1=ev["pass_at_1"], per_task=ev["per_task"], eval_episodes=ev["episodes"])
+        run.log({**row, **metrics, "wall_s": time.perf_counter() - t0})
         return ev
 
     def done(iteration: int) -> bool:
@@ -120,7 +113,7 @@ def train_loop(
     ev: dict[str, Any] = {}
     if start == 0:
         seed_everything(seed)
-        ev = evaluate_and_log(0, {})
+        ev = log(0, {}, with_eval=True)
         run.checkpoint(0, policy, {"env_steps": 0, "wall_s": time.perf_counter() - t0}, algo.state())
         start = 1
     r = start
@@ -141,11 +134,7 @@ def train_loop(
             / max(1, sum(len(t.steps) for t in ok)),
         }
         metrics.update(algo.update(policy, groups, r, it_seed))
-        if r % cfg.eval_every == 0 or done(r):
-            ev = evaluate_and_log(r, metrics)
-        else:
-            run.log({"algo": algo.name, "seed": seed, **extra, "iteration": r, "env_steps": env_steps,
-                     **metrics, "wall_s": time.perf_counter() - t0})
+        ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r)) or ev
         run.checkpoint(r, policy, {"env_steps": env_steps, "wall_s": time.perf_counter() - t0}, algo.state())
         r += 1
     return policy, ev

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from algos.buffer import Group, TrajectoryBuffer
-from algos.loop import Algorithm, LoopConfig, train_loop
+from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
-from algos.run import Run
 
 
 @dataclasses.dataclass
@@ -107,17 +106,3 @@ def successful_groups(groups: list[Group], per_group: int = 0, keep_pixels: bool
             out.append(dataclasses.replace(g, trajectories=wins))
     return out
 
-
-def train(
-    policy: Policy,
-    envs: Any,
-    run: Run,
-    cfg: RFTConfig,
-    tasks: list[str],
-    seed: int,
-    eval_n_per_task: int,
-    progress: bool = False,
-    max_env_steps: int = 0,
-) -> tuple[Policy, dict[str, Any]]:
-    """Run (or resume) RFT in `run`'s folder. Returns the trained policy and the last evaluation."""
-    return train_loop(RFT(cfg), policy, envs, run, tasks, seed, eval_n_per_task, progress, max_env_steps)

@@ -116,23 +116,21 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 
         sb3_ppo.train(cfg.sb3_budget, seed=seed, tasks=None if cfg.tasks in ("all", "") else tasks,
                       eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb)
-        (pair / "done").write_text(json.dumps({"finished": time.time()}))
-        return str(pair)
-    group = cfg.name or Path(out).name
-    run = Run(pair, {**cfg_dict, "algo": algo, "seed": seed}, wandb_mode=cfg.wandb, group=group,
-              name=f"{algo}-s{seed}")
-    try:
-        a = make_algorithm(cfg, algo)
-        a.cfg.eval_every = cfg.eval_every
-        envs = make_envs(cfg, pixels=getattr(a, "needs_pixels", False))
+    else:
+        run = Run(pair, {**cfg_dict, "algo": algo, "seed": seed}, wandb_mode=cfg.wandb,
+                  group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
         try:
-            policy, _ = load_or_train_rft(cfg, tasks, envs)
-            train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
-                       max_env_steps=cfg.budget, suite_backend=suite_backend(cfg))
+            a = make_algorithm(cfg, algo)
+            a.cfg.eval_every = cfg.eval_every
+            envs = make_envs(cfg, pixels=getattr(a, "needs_pixels", False))
+            try:
+                policy, _ = load_or_train_rft(cfg, tasks, envs)
+                train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
+                           max_env_steps=cfg.budget, suite_backend=suite_backend(cfg))
+            finally:
+                envs.close()
         finally:
-            envs.close()
-    finally:
-        run.close()
+            run.close()
     (pair / "done").write_text(json.dumps({"finished": time.time()}))
     return str(pair)
 

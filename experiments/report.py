@@ -90,9 +90,11 @@ def plot_curves(cv: dict[str, dict[int, list[tuple[int, float]]]], start: float 
     plt.close(fig)
 
 
-def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None) -> dict[str, Any]:
-    """Final Pass@1 with intervals, steps to RFT + 5 points, and per-task final success, per algorithm."""
-    cv = curves(rows, algos)
+def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None,
+            cv: dict[str, dict[int, list[tuple[int, float]]]] | None = None) -> dict[str, Any]:
+    """Final Pass@1 with intervals, steps to RFT + 5 points, and per-task final success, per algorithm
+    (`cv`: the curves when the caller has them already)."""
+    cv = cv if cv is not None else curves(rows, algos)
     out: dict[str, Any] = {}
     for algo in algos:
         finals, reach, per_task = [], [], []
@@ -244,7 +246,7 @@ def write_outputs(
     start = start_row["pass_at_1"] if start_row else None
     cv = curves(rows, algos)
     plot_curves(cv, start, out / "curves.png")
-    summ = summary(rows, algos, start)
+    summ = summary(rows, algos, start, cv)
     md = table_md(summ, start_row)
     (out / "table.md").write_text(md)
     (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))

@@ -21,14 +21,6 @@ from voyager_gym.actions import Action
 TASKS = "SystemWifiTurnOn,OpenAppTaskEval"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 # -- hand-made groups -------------------------------------------------------------------------------------
 def make_step(gid: str, tid: str, t: int, x: PolicyInput, response: str, valid: bool = True,
               reward: float = 0.0, done: bool = False, logprob: float = 0.0,
@@ -144,21 +136,6 @@ def test_k3_kl_is_unbiased_and_nonnegative():
 
 
 # -- updates on a real policy -----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def wifi_screens() -> list[PolicyInput]:
-    """Two real screens of SystemWifiTurnOn (home, then the Settings app)."""
-    from voyager_gym.env import VoyagerEnv
-
-    env = VoyagerEnv(observation_mode="elements", noise="none")
-    obs, info = env.reset(seed=0, options={"task": "SystemWifiTurnOn"})
-    xs = [PolicyInput.from_obs(obs, [], 0, info["max_steps"])]
-    a = env.unwrapped.expert_action()
-    obs, *_ = env.step(a)
-    xs.append(PolicyInput.from_obs(obs, [a], 1, info["max_steps"]))
-    env.close()
-    return xs
-
-
 GOOD = render_response(Action("open_app", app_name="Settings"))
 BAD = render_response(Action("navigate_home"))
 

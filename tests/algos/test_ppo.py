@@ -20,28 +20,6 @@ from voyager_gym.actions import DIRECTIONS, GOAL_STATUSES, Action
 TASKS = "SystemWifiTurnOn,OpenAppTaskEval"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def wifi_screens() -> list[PolicyInput]:
-    from voyager_gym.env import VoyagerEnv
-
-    env = VoyagerEnv(observation_mode="elements", noise="none")
-    obs, info = env.reset(seed=0, options={"task": "SystemWifiTurnOn"})
-    xs = [PolicyInput.from_obs(obs, [], 0, info["max_steps"])]
-    a = env.unwrapped.expert_action()
-    obs, *_ = env.step(a)
-    xs.append(PolicyInput.from_obs(obs, [a], 1, info["max_steps"]))
-    env.close()
-    return xs
-
-
 # -- GAE and targets --------------------------------------------------------------------------------------
 def test_gae_matches_hand_computed_values():
     adv, ret = gae([0.0, 0.0, 1.0], [0.5, 0.6, 0.7], gamma=0.9, lam=0.8)

@@ -68,15 +68,26 @@ def test_resume_skips_finished_pairs(smoke, tmp_path):
     shutil.copytree(smoke, out)
     finished = out / "runs" / "grpo-s0" / "metrics.jsonl"
     before = finished.read_text()
+    touched = (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns  # rewritten by any rerun
     shutil.rmtree(out / "runs" / "ppo-s1")  # as if the comparison was killed before this pair
     cache = next(p for p in smoke.parent.iterdir() if p.name == "cache")
     compare(["algo=grsd,grpo,ppo", "preset=smoke", f"out_dir={out}", f"cache_dir={cache}",
              "wandb=disabled"])
     assert finished.read_text() == before  # not rerun
+    assert (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns == touched
     again = _rows(out / "runs" / "ppo-s1" / "metrics.jsonl")
     old = [r for r in _rows(smoke / "metrics.jsonl") if r["algo"] == "ppo" and r["seed"] == 1]
     evals = lambda rows: [r["pass_at_1"] for r in rows if "pass_at_1" in r]  # noqa: E731
     assert evals(again) == evals(old)  # the rerun pair repeats exactly what it measured before
+
+
+def test_interval_is_the_95_percent_t_interval():
+    from experiments.report import interval
+
+    mean, half = interval([0.4, 0.5])
+    # t(0.975, 1 dof) = 12.7062 times s / sqrt(n) = 0.05
+    assert mean == pytest.approx(0.45) and half == pytest.approx(12.7062 * 0.05, rel=1e-4)
+    assert interval([0.3]) == (0.3, 0.0)
 
 
 def test_bad_algorithm_name_is_a_clear_error(tmp_path):

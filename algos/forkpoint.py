@@ -49,10 +49,19 @@ try:  # a fast frame fingerprint (xxhash comes with `datasets`); blake2b otherwi
 
     def _digest(a: np.ndarray) -> bytes:
         return xxhash.xxh3_128_digest(np.ascontiguousarray(a))
+
+    def _band_keys(buf: memoryview, spans: Sequence[tuple[int, int]]) -> list[int]:
+        """128-bit fingerprints of byte spans of buf, each seeded by its position in `spans`."""
+        h = xxhash.xxh3_128_intdigest
+        return [h(buf[a:b], d) for d, (a, b) in enumerate(spans)]
 except ImportError:  # pragma: no cover - depends on the environment
 
     def _digest(a: np.ndarray) -> bytes:
         return hashlib.blake2b(np.ascontiguousarray(a), digest_size=16).digest()
+
+    def _band_keys(buf: memoryview, spans: Sequence[tuple[int, int]]) -> list[int]:
+        return [int.from_bytes(hashlib.blake2b(buf[a:b], digest_size=16, salt=d.to_bytes(16, "little"))
+                               .digest(), "little") for d, (a, b) in enumerate(spans)]
 
 
 # ===================================== cv2-exact image operations ==========================================
@@ -122,74 +131,167 @@ def _area_plan(ssize: int, dsize: int) -> tuple[np.ndarray, ...]:
     return start, count, w_mid, first, w_first, last, w_last
 
 
-def _area_rows(x: np.ndarray, ssize: int, dsize: int, c: int = 0) -> np.ndarray:
-    """Area-average x along an axis, down from ssize to dsize, in float32: integer sums of the whole source
-    pixels, then the two partial ones (any order: `_resize_area_down` settles rounding ties). c = 0: the
-    rows of x (ssize, N); c > 0: the columns of x (N, ssize * c), c interleaved channels per pixel."""
+def _area_rows(x: np.ndarray, ssize: int, dsize: int, sel: np.ndarray | None = None) -> np.ndarray:
+    """Area-average the rows of x (ssize, N) down to dsize rows, in float32: integer sums of the whole source
+    rows, then the two partial ones (any order: `_area_down_many` settles rounding ties). `sel`: compute
+    just these output rows, in this order."""
     start, count, w_mid, first, w_first, last, w_last = _area_plan(ssize, dsize)
-    k = int(count.max())
+    if sel is not None:
+        start, count, w_mid, first, w_first, last, w_last = (
+            v[sel] for v in (start, count, w_mid, first, w_first, last, w_last))
+    k = int(count.max()) if count.size else 0
     if x.dtype != np.uint8:
         acc_t = np.float32
     else:
         acc_t = np.uint16 if k * 255 < 65536 else np.uint32
-    if c == 0:
-        def take(idx: np.ndarray, src: np.ndarray = x) -> np.ndarray:
-            return src[idx]
-        wshape = (-1, 1)
-    else:
-        ch = np.arange(c)
-
-        def take(idx: np.ndarray, src: np.ndarray = x) -> np.ndarray:
-            return np.take(src, (idx[:, None] * c + ch).ravel(), axis=1)
-        w_mid, w_first, w_last = (np.repeat(v, c) for v in (w_mid, w_first, w_last))
-        wshape = (1, -1)
-    if c == 0 and (dsize <= 64 or k > 16):  # few long runs of rows: sum each run
+    if dsize <= 64 or k > 16:  # few long runs of rows: sum each run
         mid = np.stack([x[a:a + n].sum(axis=0, dtype=acc_t) for a, n in zip(start, count, strict=True)])
-    else:  # many short runs: add the j-th pixel of every run at once (a zero pixel pads shorter runs)
-        pad = np.zeros((1, x.shape[1]) if c == 0 else (x.shape[0], c), x.dtype)
-        xz = np.concatenate([x, pad], axis=0 if c == 0 else 1)
-        j = np.arange(k)
-        idx = np.where(j[None, :] < count[:, None], start[:, None] + j[None, :], ssize)
-        mid = take(idx[:, 0], xz).astype(acc_t)
-        for i in range(1, k):
-            mid += take(idx[:, i], xz)
+    else:  # many short runs: add the j-th row of every run at once
+        mid = np.zeros((len(count), x.shape[1]), acc_t)
+        for i in range(k):
+            has = count > i
+            if has.all():
+                mid += x[start + i]
+            else:
+                mid[has] += x[start[has] + i]
     out = mid.astype(np.float32)
-    out *= w_mid.reshape(wshape)
-    out += take(first) * w_first.reshape(wshape)
-    out += take(last) * w_last.reshape(wshape)
+    out *= w_mid[:, None]
+    out += x[first] * w_first[:, None]
+    out += x[last] * w_last[:, None]
     return out
 
 
-def _resize_area_down(x: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Downscale (both axes >= 1) with cv2 INTER_AREA semantics; x is (H, W, C) uint8."""
+def _area_down_many(xs: Sequence[np.ndarray], width: int, height: int, sels: Sequence[np.ndarray],
+                    gray: bool = False) -> list[np.ndarray]:
+    """Output rows sels[i] of cv2 INTER_AREA downscales of images xs[i] (all (H, W, C) uint8 of one shape, at
+    least one axis a non-integer ratio), as uint8 (len(sels[i]), width, C) arrays, or with `gray` (C = 3)
+    their `rgb_to_gray` (len(sels[i]), width). A fast pass in float32 (vertical, then horizontal as rows of
+    the transposed image: a different order from cv2's), then the pixels whose value lies near a rounding
+    tie are recomputed in cv2's own order: off the ties both orders round the same way. Rows of several
+    images share the horizontal pass."""
+    h, w, c = xs[0].shape
+    v = [_area_rows(x.reshape(h, w * c), h, height, sel=s) for x, s in zip(xs, sels, strict=True)]
+    vv = v[0] if len(v) == 1 else np.concatenate(v)
+    n = vv.shape[0]
+    vt = np.ascontiguousarray(vv.reshape(n, w, c).transpose(1, 2, 0)).reshape(w, c * n)
+    period = _area_period(w, width)
+    if period is None:
+        out = _area_rows(vt, w, width)  # (x, channel * row)
+    else:  # the table repeats every p source / q output columns: a few slices per output phase
+        p, q, offs_w = period
+        vp = vt.reshape(w // p, p, c * n)
+        out = np.empty((width // q, q, c * n), np.float32)
+        for j, taps in enumerate(offs_w):
+            o = out[:, j]
+            np.multiply(vp[:, taps[0][0]], taps[0][1], out=o)
+            for src, wt in taps[1:]:
+                o += vp[:, src] * wt
+        out = out.reshape(width, c * n)
+    r = np.rint(out)
+    out -= r
+    np.abs(out, out=out)  # |frac - 1/2| < 2e-3  <=>  |value - rint(value)| > 1/2 - 2e-3
+    flat = np.flatnonzero(out > 0.5 - 2e-3)
+    r = r.reshape(width, c, n)
+    offs = np.cumsum([0] + [len(s) for s in sels])
+    if flat.size:
+        px, rest = np.divmod(flat, c * n)
+        pc, py = np.divmod(rest, n)
+        img = np.searchsorted(offs, py, side="right") - 1
+        tab_y, tab_x = _area_table(h, height), _area_table(w, width)
+        for f in np.unique(img):
+            m = np.flatnonzero(img == f)
+            rows = np.asarray(sels[f])[py[m] - offs[f]]
+            exact = _area_exact(xs[f], rows, px[m], tab_y, tab_x)
+            r[px[m], pc[m], py[m]] = np.rint(exact[np.arange(len(m)), pc[m]])
+    np.clip(r, 0, 255, out=r)
+    if gray and c == 3:  # rgb_to_gray on the rounded values, in exact float32 (see there)
+        g = r[:, 0] * _GRAY_W[0]
+        g += r[:, 1] * _GRAY_W[1]
+        g += r[:, 2] * _GRAY_W[2]
+        g += 16384
+        g *= np.float32(1 / 32768)
+        res = np.floor(g, out=g).astype(np.uint8).T  # (row, x)
+    else:
+        res = r.astype(np.uint8).transpose(2, 0, 1)  # (row, x, channel)
+    return [np.ascontiguousarray(res[offs[i]:offs[i + 1]]) for i in range(len(xs))]
+
+
+def _resize_area_down(x: np.ndarray, width: int, height: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Downscale (both axes >= 1) with cv2 INTER_AREA semantics; x is (H, W, C) uint8. `rows`: compute only
+    these output rows (an output row depends only on the source rows of its band, `area_bands`)."""
     h, w, c = x.shape
     sy, sx = h / height, w / width
     if sy == int(sy) and sx == int(sx):  # cv2's integer-ratio path: block means
         fy, fx = int(sy), int(sx)
+        xb = x.reshape(height, fy, w, c)
+        if rows is not None:
+            xb = xb[rows]
         acc = np.uint16 if fy * fx * 255 < 65536 else np.uint32
-        r = x[0::fy].astype(acc)
+        r = xb[:, 0].astype(acc)
         for i in range(1, fy):
-            r += x[i::fy]
+            r += xb[:, i]
         s = r[:, 0::fx].astype(np.int32)
         for j in range(1, fx):
             s += r[:, j::fx]
         if fy == 2 and fx == 2:  # its SIMD 2x2 kernel rounds halves up
             return ((s + 2) >> 2).astype(np.uint8)
         return np.rint(s.astype(np.float32) * np.float32(1.0 / (fy * fx))).clip(0, 255).astype(np.uint8)
-    # Fast pass in float32 (vertical first, a different order from cv2's), then the pixels whose value lies
-    # near a rounding tie are recomputed in cv2's own order: off the ties both orders round the same way.
-    v = _area_rows(x.reshape(h, w * c), h, height)  # (height, w * c)
-    out = _area_rows(v, w, width, c).reshape(height, width, c)
-    frac = out - np.floor(out)
-    frac -= 0.5
-    np.abs(frac, out=frac)
-    flat = np.flatnonzero(frac < 2e-3)
-    if flat.size:
-        py, rest = np.divmod(flat, width * c)
-        px, pc = np.divmod(rest, c)
-        exact = _area_exact(x, py, px, _area_table(h, height), _area_table(w, width))
-        out[py, px, pc] = exact[np.arange(len(pc)), pc]
-    return np.rint(out).clip(0, 255).astype(np.uint8)
+    sel = np.arange(height) if rows is None else np.asarray(rows, np.intp)
+    return _area_down_many([x], width, height, [sel])[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _area_period(ssize: int, dsize: int) -> tuple[int, int, tuple] | None:
+    """When the INTER_AREA table from ssize to dsize repeats every p source / q output pixels (q small: 540
+    -> 480 is 9/8, 1080 -> 480 is 9/4), (p, q, per output phase the (source offset, weight) taps); else None.
+    The weights are the first period's (float32 rounding differs between periods by ~1e-7: the fast pass's
+    rounding ties are settled exactly anyway)."""
+    g = math.gcd(ssize, dsize)
+    p, q = ssize // g, dsize // g
+    idx, w, n = _area_table(ssize, dsize)
+    if q > 16 or int(n[:q].sum()) > 48:
+        return None
+    taps = tuple(tuple((int(idx[j, t]), np.float32(w[j, t])) for t in range(n[j])) for j in range(q))
+    for d in range(dsize):
+        m, j = divmod(d, q)
+        if n[d] != n[j] or any(int(idx[d, t]) != idx[j, t] + m * p or abs(w[d, t] - w[j, t]) > 1e-5
+                               for t in range(n[d])):
+            return None
+    if any(src >= p for phase in taps for src, _ in phase):  # a tap reaching into the next period
+        return None
+    return p, q, taps
+
+
+@functools.lru_cache(maxsize=64)
+def _cover(ssize: int, fine: int, coarse: int) -> tuple[tuple[int, int], ...]:
+    """For each output row of a downscale to `coarse` rows, the range [a, b) of output rows of a downscale
+    to `fine` rows whose source bands together contain its source band."""
+    fb = area_bands(ssize, fine)
+    out = []
+    for lo, hi in area_bands(ssize, coarse):
+        a = next(d for d, (_, h) in enumerate(fb) if h > lo)
+        b = max(d for d, (lo2, _) in enumerate(fb) if lo2 < hi) + 1
+        out.append((a, b))
+    return tuple(out)
+
+
+def _coarse_keys(fine_keys: Sequence[int], ssize: int, fine: int, coarse: int) -> list[tuple]:
+    """Keys of a coarse downscale's rows from the band keys of a fine one of the same image (`_cover`)."""
+    return [(d, tuple(fine_keys[a:b])) for d, (a, b) in enumerate(_cover(ssize, fine, coarse))]
+
+
+@functools.lru_cache(maxsize=64)
+def _byte_spans(row_bytes: int, ssize: int, dsize: int) -> tuple[tuple[int, int], ...]:
+    """`area_bands` in bytes of a C-contiguous image with rows of row_bytes."""
+    return tuple((lo * row_bytes, hi * row_bytes) for lo, hi in area_bands(ssize, dsize))
+
+
+@functools.lru_cache(maxsize=64)
+def area_bands(ssize: int, dsize: int) -> tuple[tuple[int, int], ...]:
+    """For each output row of an INTER_AREA downscale from ssize to dsize rows, the source rows [lo, hi) it
+    reads: equal bands at the same output row give equal output rows."""
+    idx, _, n = _area_table(ssize, dsize)
+    return tuple((int(idx[d, 0]), int(idx[d, n[d] - 1]) + 1) for d in range(dsize))
 
 
 @functools.lru_cache(maxsize=64)
@@ -247,13 +349,19 @@ def resize_area(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return out if img.ndim == 3 else out[:, :, 0]
 
 
+_GRAY_W = np.array([9798, 19235, 3735], np.float32)
+
+
 def rgb_to_gray(img: np.ndarray) -> np.ndarray:
     """cv2.cvtColor(bgr, COLOR_BGR2GRAY) for an RGB uint8 image: 0.299 R + 0.587 G + 0.114 B in OpenCV's
-    15-bit fixed point (weights 9798, 19235, 3735), rounded."""
+    15-bit fixed point (weights 9798, 19235, 3735), rounded. Computed in float32, which is exact here: every
+    product and sum is an integer below 2^24, and the final division is by a power of two."""
     if img.ndim == 2:
         return img
-    x = img.astype(np.int32)
-    return ((x[..., 0] * 9798 + x[..., 1] * 19235 + x[..., 2] * 3735 + 16384) >> 15).astype(np.uint8)
+    g = img.astype(np.float32) @ _GRAY_W
+    g += 16384
+    g *= np.float32(1 / 32768)
+    return np.floor(g, out=g).astype(np.uint8)
 
 
 # ============================================== configuration ==============================================
@@ -427,6 +535,7 @@ class _Screens:
         self._masks: dict[tuple[int, int], np.ndarray] = {}  # thumbnail shape -> pixels the masks ignore
         self._keep: dict[tuple, np.ndarray] = {}
         self._kept: dict[tuple[int, bool], np.ndarray] = {}
+        self._rows: dict[tuple, dict[int, np.ndarray]] = {}  # shapes -> band key -> gray thumbnail row
 
     def _kept_rows(self, h: int) -> tuple[int, int]:
         """Screen rows that can change a comparison: below the crop, between full-width top/bottom masks."""
@@ -444,8 +553,9 @@ class _Screens:
         return self.add_many([screen], [who])[0]
 
     def add_many(self, screens: Sequence[Any], whos: Sequence[str]) -> list[int]:
-        """Frame ids of screens; the thumbnails of new distinct frames are computed by `workers` threads."""
-        ids, new = [], []
+        """Frame ids of screens; thumbnails and hash grids are computed for the new distinct frames."""
+        cfg = self.cfg
+        ids, crops, sizes, keys = [], [], [], []
         for screen, who in zip(screens, whos, strict=True):
             a = np.asarray(screen)
             if a.dtype != np.uint8 or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)):
@@ -453,21 +563,34 @@ class _Screens:
                                  f"{a.shape}")
             if a.ndim == 3 and a.shape[2] == 4:
                 a = a[:, :, :3]
-            r0, r1 = self._kept_rows(a.shape[0])
-            key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
+            h = a.shape[0]
+            crop = np.ascontiguousarray(a[int(h * cfg.crop_top):])
+            size = self._thumb_size(crop.shape)
+            rk = None
+            r0, r1 = self._kept_rows(h)
+            if (r0, r1) == (int(h * cfg.crop_top), h):  # every cropped row counts: the thumbnail's band keys
+                rk = self._row_keys(crop, size)  # identify the frame (faithful mode)
+            if rk is not None:
+                key: Any = (crop.shape, size, tuple(rk))
+            else:
+                key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
             fid = self._by_digest.get(key)
             if fid is None:
-                fid = self._by_digest[key] = len(self.gray) + len(new)
-                new.append(a)
+                fid = self._by_digest[key] = len(self.gray) + len(crops)
+                crops.append(crop)
+                sizes.append(size)
+                keys.append(rk if rk is not None else self._row_keys(crop, size))
             ids.append(fid)
-        if self.cfg.workers > 1 and len(new) > 1:
-            from concurrent.futures import ThreadPoolExecutor  # numpy releases the GIL in the heavy loops
-
-            with ThreadPoolExecutor(min(self.cfg.workers, len(new))) as pool:
-                done = list(pool.map(self._phi, new))
-        else:
-            done = [self._phi(a) for a in new]
-        for g, small in done:
+        grays = self._thumbnails(crops, sizes, keys)
+        hs = (cfg.hash_size, cfg.hash_size)
+        if cfg.keep_aspect:  # the hash grid of the thumbnail with the masks zeroed
+            smalls = [resize_area(np.where(self.static_mask(g.shape), 0, g).astype(np.uint8), hs)
+                      for g in grays]
+        else:  # UI-Voyager: the gray hash grid of the cropped screen
+            smalls = self._thumbnails(crops, [hs] * len(crops), [
+                None if k is None else _coarse_keys(k, c.shape[0], s[1], hs[1])
+                for c, s, k in zip(crops, sizes, keys, strict=True)])
+        for g, small in zip(grays, smalls, strict=True):
             fid = len(self.gray)
             self.gray.append(g)
             self.small.append(small)
@@ -476,24 +599,80 @@ class _Screens:
             self.thumb.append(self._by_thumb.setdefault(tkey, fid))
         return ids
 
-    def _phi(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """UI-Voyager's phi: crop, INTER_AREA thumbnail, gray; and the gray hash grid of the cropped screen
-        (faithful). The robust thumbnail keeps the aspect ratio; its grid comes from the thumbnail with the
-        masks zeroed."""
+    def _thumb_size(self, shape: tuple[int, ...]) -> tuple[int, int]:
+        """(width, height) of the thumbnail of a cropped screen of this shape."""
         cfg = self.cfg
-        crop = a[int(a.shape[0] * cfg.crop_top):]
-        if cfg.keep_aspect:
-            w = min(self.width, crop.shape[1])
-            size = (w, max(cfg.win_size, int(round(w * crop.shape[0] / crop.shape[1]))))
-        else:
-            size = cfg.thumb_size
-        gray = rgb_to_gray(resize_area(crop, size))
-        if cfg.keep_aspect:
-            m = self.static_mask(gray.shape)
-            small = resize_area(np.where(m, 0, gray).astype(np.uint8), (cfg.hash_size, cfg.hash_size))
-        else:
-            small = rgb_to_gray(resize_area(crop, (cfg.hash_size, cfg.hash_size)))
-        return gray, small
+        if not cfg.keep_aspect:
+            return cfg.thumb_size
+        w = min(self.width, shape[1])
+        return w, max(cfg.win_size, int(round(w * shape[0] / shape[1])))
+
+    @staticmethod
+    def _row_keys(crop: np.ndarray, size: tuple[int, int]) -> list[int] | None:
+        """Fingerprints of the source bands of the thumbnail's rows (`area_bands`), None unless the thumbnail
+        shrinks both axes."""
+        h, w = crop.shape[:2]
+        if h < size[1] or w < size[0] or (h, w) == (size[1], size[0]):
+            return None
+        return _band_keys(memoryview(crop).cast("B"), _byte_spans(crop.strides[0], h, size[1]))
+
+    def _thumbnails(self, crops: list[np.ndarray], sizes: list[tuple[int, int]],
+                    keys: list[Sequence[Any] | None]) -> list[np.ndarray]:
+        """UI-Voyager's phi: `rgb_to_gray(resize_area(crop, size))` of each crop, each distinct output row
+        computed once. An INTER_AREA output row depends only on the source rows of its band (`area_bands`),
+        so a row whose band was seen before at the same place (the unchanged bulk of consecutive steps and of
+        sibling rollouts) is copied; the rows left are computed together. keys[i]: per output row, a key
+        determined by the row's source band (None: compute the crop whole)."""
+        todo: dict[int, list[int]] = {}
+        slots: list[list | None] = []
+        claimed: set = set()
+        for i, (crop, size, ks) in enumerate(zip(crops, sizes, keys, strict=True)):
+            if ks is None:
+                slots.append(None)
+                todo[i] = []
+                continue
+            shape = (crop.shape, size)
+            rows = self._rows.setdefault(shape, {})
+            slots.append([(rows, k) for k in ks])
+            need = [d for d, k in enumerate(ks) if k not in rows and (shape, k) not in claimed]
+            if need:
+                claimed.update((shape, ks[d]) for d in need)
+                todo[i] = need
+        done: dict[int, np.ndarray] = {}
+        batches: dict[tuple, list[int]] = {}  # non-integer-ratio downscales of one shape: one horizontal pass
+        for i, need in todo.items():
+            crop, (width, height) = crops[i], sizes[i]
+            x = crop if crop.ndim == 3 else crop[:, :, None]
+            h, w = x.shape[:2]
+            if slots[i] is None:
+                done[i] = resize_area(x, (width, height))
+            elif h % height == 0 and w % width == 0:
+                done[i] = _resize_area_down(x, width, height, np.array(need, np.intp))
+            else:
+                batches.setdefault((x.shape, width, height), []).append(i)
+        for (shape, width, height), idx in batches.items():
+            chunk: list[int] = []
+            for j, i in enumerate(idx):  # chunks of ~256 rows: the float passes stay in cache
+                chunk.append(i)
+                if j == len(idx) - 1 or sum(len(todo[k]) for k in chunk) + len(todo[idx[j + 1]]) > 256:
+                    xs = [crops[k].reshape(shape) for k in chunk]
+                    rows = _area_down_many(xs, width, height, [np.array(todo[k], np.intp) for k in chunk],
+                                           gray=True)
+                    done.update(zip(chunk, rows, strict=True))
+                    chunk = []
+        for i, r in done.items():
+            if r.ndim == 3:
+                done[i] = rgb_to_gray(r) if r.shape[2] == 3 else r[:, :, 0]
+        out = []
+        for i, sl in enumerate(slots):
+            if sl is None:
+                out.append(done[i])
+                continue
+            for d, r in zip(todo.get(i, ()), done.get(i, ()), strict=True):
+                rows, k = sl[d]
+                rows[k] = r
+            out.append(np.stack([rows[k] for rows, k in sl]))
+        return out
 
     def keep_index(self, shape: tuple[int, int], overlays: bool = False) -> np.ndarray:
         """Flat indices of the pixels (of a thumbnail or hash grid) outside the static masks, and with
@@ -533,43 +712,52 @@ class _Screens:
         return m
 
     def stats(self, fid: int) -> tuple[np.ndarray, ...]:
-        """(pixels int32, window sums S, S^2, n*sum(x^2) - S^2) of a thumbnail: every per-frame SSIM term, as
-        exact integers, so a pair needs only its cross term."""
+        """(pixels, window sums S, n*sum(x^2) - S^2) of a thumbnail: every per-frame SSIM term, as exact
+        integers, so a pair needs only its cross term."""
         st = self._stats.get(fid)
         if st is None:
             st = self._stats[fid] = self.stats_of(self.gray[fid])
         return st
 
     def stats_of(self, gray: np.ndarray) -> tuple[np.ndarray, ...]:
-        x = gray.astype(np.int32)
+        """`stats` of a uint8 thumbnail, kept small (fresh memory is slow to touch): S in uint16 while it
+        fits, Q in int32 (int64 for windows over 7x7)."""
         k = self.cfg.win_size
         wide = np.int32 if k <= 7 else np.int64  # S^2 <= (k^2 * 255)^2 must fit
-        s, ss = _box(x, k).astype(wide), _box(x * x, k).astype(wide)
-        p = s * s
-        return x, s, p, self.n * ss - p
+        s = _box(gray, k, np.uint16 if k * k * 255 < 2**16 else wide)
+        q = _box(np.multiply(gray, gray, dtype=np.uint16), k, wide)
+        q *= self.n
+        s2 = s.astype(wide)
+        s2 *= s2
+        q -= s2
+        return gray, s, q
 
 
-def _box(x: np.ndarray, k: int) -> np.ndarray:
-    """Sums over every k x k window lying inside the last two axes (integers stay exact; int32 while the
-    running sums fit, as they do for 8-bit products on thumbnails up to ~2000 pixels a side). Rows: a running
-    sum; columns: sums of 1, 2, 4, ... rows added by the bits of k (cumsum down columns is slow in numpy)."""
-    dt = np.int32 if max(x.shape[-2:]) * k * 65025 < 2**31 and x.dtype.kind in "iu" else None
-    c = np.cumsum(x, axis=-1, dtype=dt)
-    h = np.empty(c.shape[:-1] + (c.shape[-1] - k + 1,), c.dtype)
-    h[..., 0] = c[..., k - 1]
-    np.subtract(c[..., k:], c[..., :-k], out=h[..., 1:])
-    n_out = h.shape[-2] - k + 1
-    out, off, p, size, bits = None, 0, h, 1, k
+def _run_sums(x: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """Sums of every k consecutive entries along `axis` (-1 or -2), in x's dtype: sums of 1, 2, 4, ... entries
+    added by the bits of k (numpy's cumsum is slow, and integer sums stay exact in narrow types)."""
+    def part(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        return a[..., lo:hi] if axis == -1 else a[..., lo:hi, :]
+    n = x.shape[axis]
+    n_out = n - k + 1
+    out, off, p, size, bits = None, 0, x, 1, k
     while bits:
         if bits & 1:
-            term = p[..., off:off + n_out, :]
+            term = part(p, off, off + n_out)
             out = term.copy() if out is None else np.add(out, term, out=out)
             off += size
         bits >>= 1
         if bits:
-            p = p[..., :-size, :] + p[..., size:, :]
+            m = p.shape[axis]
+            p = part(p, 0, m - size) + part(p, size, m)
             size *= 2
     return out
+
+
+def _box(x: np.ndarray, k: int, dtype: Any) -> np.ndarray:
+    """Sums over every k x k window lying inside the last two axes, computed in `dtype` (which the caller
+    picks wide enough for the sums to stay exact)."""
+    return _run_sums(_run_sums(x.astype(dtype, copy=False), k, -1), k, -2)
 
 
 class _SSIM:
@@ -601,7 +789,7 @@ class _SSIM:
             k = self.k
             total = (shape[0] - k + 1) * (shape[1] - k + 1)
             if ignore.any():
-                valid = _box(ignore.astype(np.int32), k) == 0
+                valid = _box(ignore, k, np.int32) == 0
                 hit = (valid, int(valid.sum()))
             else:
                 hit = (None, total)
@@ -618,8 +806,8 @@ class _SSIM:
         """Mean SSIM from two thumbnails' statistics. With `floor`, the windows are summed a band of rows at a
         time and an upper bound (every window not yet summed counted as 1) is returned as soon as it falls
         below `floor`: exact when the result is >= floor, else some value < floor."""
-        xa, sa, pa, qa = st_a
-        xb, sb, pb, qb = st_b
+        xa, sa, qa = st_a
+        xb, sb, qb = st_b
         if xa.shape != xb.shape:
             return -1.0
         k = self.k
@@ -638,7 +826,7 @@ class _SSIM:
         deficit = 0.0  # sum of (1 - SSIM_w) over the windows summed so far
         for r0 in range(w0, w1, band):
             r1 = min(w1, r0 + band)
-            m = self._map(xa, xb, sa, sb, pa, pb, qa, qb, r0, r1, c0, c1)
+            m = self._map(xa, xb, sa, sb, qa, qb, r0, r1, c0, c1)
             if valid is None:
                 deficit += m.size - m.sum(dtype=np.float64)
             else:
@@ -648,21 +836,28 @@ class _SSIM:
                 break
         return float(1.0 - deficit / total)
 
-    def _map(self, xa, xb, sa, sb, pa, pb, qa, qb, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-        """SSIM of the windows in rows r0:r1, columns c0:c1 of the window grid (float32)."""
+    def _map(self, xa, xb, sa, sb, qa, qb, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """SSIM of the windows in rows r0:r1, columns c0:c1 of the window grid (float32). The integer parts
+        are exact (int32 for 7x7 windows of 8-bit pixels, int64 for larger ones); the rest float32."""
         k = self.k
-        sxy = _box(xa[r0:r1 + k - 1, c0:c1 + k - 1] * xb[r0:r1 + k - 1, c0:c1 + k - 1], k).astype(sa.dtype)
-        t = sa[r0:r1, c0:c1] * sb[r0:r1, c0:c1]  # the integer parts are exact (int32 for 7x7 windows of
-        u = sxy * self.n  # 8-bit pixels, int64 for larger ones); the rest float32
-        u -= t
+        wide = qa.dtype
+        sxy = _box(np.multiply(xa[r0:r1 + k - 1, c0:c1 + k - 1], xb[r0:r1 + k - 1, c0:c1 + k - 1],
+                               dtype=np.uint16), k, wide)
+        a, b = sa[r0:r1, c0:c1].astype(wide), sb[r0:r1, c0:c1]
+        t = a * b
+        sxy *= self.n
+        sxy -= t  # n Sxy - Sx Sy
+        a -= b
+        a *= a
+        a += 2 * t  # Sx^2 + Sy^2
         m = t.astype(np.float32)
         m *= 2
         m += self.c1
-        v = u.astype(np.float32)
+        v = sxy.astype(np.float32)
         v *= 2
         v += self.c2
         m *= v
-        d = (pa[r0:r1, c0:c1] + pb[r0:r1, c0:c1]).astype(np.float32)
+        d = a.astype(np.float32)
         d += self.c1
         v = (qa[r0:r1, c0:c1] + qb[r0:r1, c0:c1]).astype(np.float32)
         v += self.c2

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import math
 from collections import Counter
@@ -162,15 +163,16 @@ def _area_rows(x: np.ndarray, ssize: int, dsize: int, sel: np.ndarray | None = N
 
 
 def _area_down_many(xs: Sequence[np.ndarray], width: int, height: int, sels: Sequence[np.ndarray],
-                    gray: bool = False) -> list[np.ndarray]:
+                    gray: bool = False, v: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
     """Output rows sels[i] of cv2 INTER_AREA downscales of images xs[i] (all (H, W, C) uint8 of one shape, at
     least one axis a non-integer ratio), as uint8 (len(sels[i]), width, C) arrays, or with `gray` (C = 3)
     their `rgb_to_gray` (len(sels[i]), width). A fast pass in float32 (vertical, then horizontal as rows of
     the transposed image: a different order from cv2's), then the pixels whose value lies near a rounding
     tie are recomputed in cv2's own order: off the ties both orders round the same way. Rows of several
-    images share the horizontal pass."""
+    images share the horizontal pass. `v`: their vertical passes (`_area_rows`), if already done."""
     h, w, c = xs[0].shape
-    v = [_area_rows(x.reshape(h, w * c), h, height, sel=s) for x, s in zip(xs, sels, strict=True)]
+    if v is None:
+        v = [_area_rows(x.reshape(h, w * c), h, height, sel=s) for x, s in zip(xs, sels, strict=True)]
     vv = v[0] if len(v) == 1 else np.concatenate(v)
     n = vv.shape[0]
     vt = np.ascontiguousarray(vv.reshape(n, w, c).transpose(1, 2, 0)).reshape(w, c * n)
@@ -364,6 +366,13 @@ def rgb_to_gray(img: np.ndarray) -> np.ndarray:
     return np.floor(g, out=g).astype(np.uint8)
 
 
+def _gray(img: np.ndarray) -> np.ndarray:
+    """rgb_to_gray of an (H, W, C) image whose C may be 1 (a gray screen), or an already gray (H, W) one."""
+    if img.ndim == 3 and img.shape[2] == 1:
+        return img[:, :, 0]
+    return rgb_to_gray(img)
+
+
 # ============================================== configuration ==============================================
 STATUS_BAR = (0.0, 0.0, 1.0, 0.045)  # AndroidWorld's 1080x2400 status bar is ~96-110 px; SimDroid's is 96
 NAV_BAR = (0.0, 0.945, 1.0, 1.0)  # 3-button navigation bar (132 px of 2400)
@@ -516,6 +525,45 @@ def _region_slice(region: tuple[float, float, float, float], h: int, w: int) -> 
             slice(int(math.floor(x0 * w)), int(math.ceil(x1 * w))))
 
 
+class _Rows:
+    """The thumbnail rows one crop needs at one size: pool slots of every row, and the rows to compute."""
+
+    def __init__(self, crop: np.ndarray, size: tuple[int, int]):
+        self.x = crop if crop.ndim == 3 else crop[:, :, None]
+        self.size = size
+        self.pool: _RowPool | None = None  # None: compute the thumbnail whole (no downscale)
+        self.slots: list[int] = []
+        self.need: list[int] = []  # output rows to compute
+        self.dest: list[int] = []  # their pool slots
+        self.v: np.ndarray | None = None  # their vertical pass (float path), until flushed
+        self.whole: np.ndarray | None = None  # the thumbnail, when computed whole
+
+
+class _RowPool:
+    """Gray thumbnail rows of one width in one growing array, found by key."""
+
+    def __init__(self, width: int):
+        self.index: dict[Any, int] = {}
+        self.data = np.empty((256, width), np.uint8)
+        self.n = 0
+
+    def reserve(self, key: Any) -> int:
+        """A slot for the row of `key` (filled later by `put`)."""
+        slot = self.index[key] = self.n
+        self.n += 1
+        return slot
+
+    def put(self, slots: list[int], rows: np.ndarray) -> None:
+        if self.n > len(self.data):
+            grown = np.empty((max(self.n, 2 * len(self.data)), self.data.shape[1]), np.uint8)
+            grown[:len(self.data)] = self.data
+            self.data = grown
+        self.data[slots] = rows
+
+    def take(self, slots: list[int]) -> np.ndarray:
+        return self.data[slots]
+
+
 class _Screens:
     """The distinct screens of a set of steps: gray thumbnail, mean-hash bits and SSIM window sums, each
     computed once. Frames are deduplicated by the bytes of the part of the screen that is compared (rows a
@@ -531,11 +579,12 @@ class _Screens:
         self.bits: list[np.ndarray] = []  # bool mean hashes
         self.small: list[np.ndarray] = []  # the hash_size x hash_size gray grids the hashes threshold
         self.thumb: list[int] = []  # id of the first identical thumbnail
-        self._stats: dict[int, tuple[np.ndarray, ...]] = {}
+        self._stats: dict[int, _FrameStats] = {}
         self._masks: dict[tuple[int, int], np.ndarray] = {}  # thumbnail shape -> pixels the masks ignore
         self._keep: dict[tuple, np.ndarray] = {}
         self._kept: dict[tuple[int, bool], np.ndarray] = {}
-        self._rows: dict[tuple, dict[int, np.ndarray]] = {}  # shapes -> band key -> gray thumbnail row
+        self._rows: dict[tuple, _RowPool] = {}  # (crop shape, size) -> computed thumbnail rows by band key
+        self._pending: dict[tuple, list[_Rows]] = {}  # (crop shape, size) -> rows awaiting `_flush`
 
     def _kept_rows(self, h: int) -> tuple[int, int]:
         """Screen rows that can change a comparison: below the crop, between full-width top/bottom masks."""
@@ -555,7 +604,10 @@ class _Screens:
     def add_many(self, screens: Sequence[Any], whos: Sequence[str]) -> list[int]:
         """Frame ids of screens; thumbnails and hash grids are computed for the new distinct frames."""
         cfg = self.cfg
-        ids, crops, sizes, keys = [], [], [], []
+        hs = (cfg.hash_size, cfg.hash_size)
+        ids: list[int] = []
+        thumbs: list[_Rows] = []
+        hashes: list[_Rows] = []
         for screen, who in zip(screens, whos, strict=True):
             a = np.asarray(screen)
             if a.dtype != np.uint8 or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)):
@@ -575,21 +627,21 @@ class _Screens:
             else:
                 key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
             fid = self._by_digest.get(key)
-            if fid is None:
-                fid = self._by_digest[key] = len(self.gray) + len(crops)
-                crops.append(crop)
-                sizes.append(size)
-                keys.append(rk if rk is not None else self._row_keys(crop, size))
+            if fid is None:  # a new frame, still in the cache: plan its rows and run their vertical pass now
+                fid = self._by_digest[key] = len(self.gray) + len(thumbs)
+                if rk is None:
+                    rk = self._row_keys(crop, size)
+                thumbs.append(self._plan(crop, size, rk))
+                if not cfg.keep_aspect:  # UI-Voyager: the gray hash grid of the cropped screen
+                    ck = None if rk is None else _coarse_keys(rk, crop.shape[0], size[1], hs[1])
+                    hashes.append(self._plan(crop, hs, ck))
             ids.append(fid)
-        grays = self._thumbnails(crops, sizes, keys)
-        hs = (cfg.hash_size, cfg.hash_size)
+        grays = self._finish(thumbs)
         if cfg.keep_aspect:  # the hash grid of the thumbnail with the masks zeroed
             smalls = [resize_area(np.where(self.static_mask(g.shape), 0, g).astype(np.uint8), hs)
                       for g in grays]
-        else:  # UI-Voyager: the gray hash grid of the cropped screen
-            smalls = self._thumbnails(crops, [hs] * len(crops), [
-                None if k is None else _coarse_keys(k, c.shape[0], s[1], hs[1])
-                for c, s, k in zip(crops, sizes, keys, strict=True)])
+        else:
+            smalls = self._finish(hashes)
         for g, small in zip(grays, smalls, strict=True):
             fid = len(self.gray)
             self.gray.append(g)
@@ -616,63 +668,59 @@ class _Screens:
             return None
         return _band_keys(memoryview(crop).cast("B"), _byte_spans(crop.strides[0], h, size[1]))
 
-    def _thumbnails(self, crops: list[np.ndarray], sizes: list[tuple[int, int]],
-                    keys: list[Sequence[Any] | None]) -> list[np.ndarray]:
-        """UI-Voyager's phi: `rgb_to_gray(resize_area(crop, size))` of each crop, each distinct output row
-        computed once. An INTER_AREA output row depends only on the source rows of its band (`area_bands`),
-        so a row whose band was seen before at the same place (the unchanged bulk of consecutive steps and of
-        sibling rollouts) is copied; the rows left are computed together. keys[i]: per output row, a key
-        determined by the row's source band (None: compute the crop whole)."""
-        todo: dict[int, list[int]] = {}
-        slots: list[list | None] = []
-        claimed: set = set()
-        for i, (crop, size, ks) in enumerate(zip(crops, sizes, keys, strict=True)):
-            if ks is None:
-                slots.append(None)
-                todo[i] = []
-                continue
-            shape = (crop.shape, size)
-            rows = self._rows.setdefault(shape, {})
-            slots.append([(rows, k) for k in ks])
-            need = [d for d, k in enumerate(ks) if k not in rows and (shape, k) not in claimed]
-            if need:
-                claimed.update((shape, ks[d]) for d in need)
-                todo[i] = need
-        done: dict[int, np.ndarray] = {}
-        batches: dict[tuple, list[int]] = {}  # non-integer-ratio downscales of one shape: one horizontal pass
-        for i, need in todo.items():
-            crop, (width, height) = crops[i], sizes[i]
-            x = crop if crop.ndim == 3 else crop[:, :, None]
-            h, w = x.shape[:2]
-            if slots[i] is None:
-                done[i] = resize_area(x, (width, height))
-            elif h % height == 0 and w % width == 0:
-                done[i] = _resize_area_down(x, width, height, np.array(need, np.intp))
-            else:
-                batches.setdefault((x.shape, width, height), []).append(i)
-        for (shape, width, height), idx in batches.items():
-            chunk: list[int] = []
-            for j, i in enumerate(idx):  # chunks of ~256 rows: the float passes stay in cache
-                chunk.append(i)
-                if j == len(idx) - 1 or sum(len(todo[k]) for k in chunk) + len(todo[idx[j + 1]]) > 256:
-                    xs = [crops[k].reshape(shape) for k in chunk]
-                    rows = _area_down_many(xs, width, height, [np.array(todo[k], np.intp) for k in chunk],
-                                           gray=True)
-                    done.update(zip(chunk, rows, strict=True))
-                    chunk = []
-        for i, r in done.items():
-            if r.ndim == 3:
-                done[i] = rgb_to_gray(r) if r.shape[2] == 3 else r[:, :, 0]
-        out = []
-        for i, sl in enumerate(slots):
-            if sl is None:
-                out.append(done[i])
-                continue
-            for d, r in zip(todo.get(i, ()), done.get(i, ()), strict=True):
-                rows, k = sl[d]
-                rows[k] = r
-            out.append(np.stack([rows[k] for rows, k in sl]))
-        return out
+    def _plan(self, crop: np.ndarray, size: tuple[int, int], keys: Sequence[Any] | None) -> _Rows:
+        """UI-Voyager's phi, `rgb_to_gray(resize_area(crop, size))`, with each distinct output row computed
+        once. An INTER_AREA output row depends only on the source rows of its band (`area_bands`), so a row
+        whose band was seen before at the same place (the unchanged bulk of consecutive steps and of sibling
+        rollouts) is copied. keys: per output row, a key determined by its source band (None: compute the
+        crop whole). New rows get slots in the row pool and are computed now, while the screen is in the CPU
+        cache, except the horizontal pass of the float path, which rows of one shape share (`_flush`, in
+        chunks of ~256 rows, so the float passes stay in cache too); `_finish` assembles the thumbnails."""
+        job = _Rows(crop, size)
+        x = job.x
+        h, w, c = x.shape
+        if keys is None:
+            job.whole = _gray(resize_area(x, size))
+            return job
+        pool = self._rows.get((crop.shape, size))
+        if pool is None:
+            pool = self._rows[(crop.shape, size)] = _RowPool(size[0])
+        job.pool = pool
+        job.slots = idx = list(map(pool.index.get, keys))
+        if None not in idx:
+            return job
+        job.need = [d for d, v in enumerate(idx) if v is None]
+        job.dest = [pool.reserve(keys[d]) for d in job.need]
+        for d, slot in zip(job.need, job.dest, strict=True):
+            idx[d] = slot
+        need = np.array(job.need, np.intp)
+        if h % size[1] == 0 and w % size[0] == 0:  # cv2's integer-ratio path
+            pool.put(job.dest, _gray(_resize_area_down(x, size[0], size[1], need)))
+            return job
+        job.v = _area_rows(x.reshape(h, w * c), h, size[1], sel=need)
+        batch = self._pending.setdefault((x.shape, size), [])
+        batch.append(job)
+        if sum(len(j.need) for j in batch) >= 256:
+            self._flush((x.shape, size))
+        return job
+
+    def _flush(self, key: tuple) -> None:
+        """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray."""
+        batch = self._pending.pop(key, [])
+        if not batch:
+            return
+        width, height = key[1]
+        rows = _area_down_many([j.x for j in batch], width, height,
+                               [np.array(j.need, np.intp) for j in batch], gray=True, v=[j.v for j in batch])
+        for job, r in zip(batch, rows, strict=True):
+            job.pool.put(job.dest, _gray(r))
+            job.v = None
+
+    def _finish(self, jobs: list[_Rows]) -> list[np.ndarray]:
+        """The gray thumbnails of planned jobs."""
+        for key in list(self._pending):
+            self._flush(key)
+        return [job.whole if job.pool is None else job.pool.take(job.slots) for job in jobs]
 
     def keep_index(self, shape: tuple[int, int], overlays: bool = False) -> np.ndarray:
         """Flat indices of the pixels (of a thumbnail or hash grid) outside the static masks, and with
@@ -711,26 +759,50 @@ class _Screens:
             self._masks[shape] = m
         return m
 
-    def stats(self, fid: int) -> tuple[np.ndarray, ...]:
-        """(pixels, window sums S, n*sum(x^2) - S^2) of a thumbnail: every per-frame SSIM term, as exact
-        integers, so a pair needs only its cross term."""
+    def stats(self, fid: int) -> _FrameStats:
+        """A thumbnail's per-frame SSIM terms (computed a band at a time, when first needed)."""
         st = self._stats.get(fid)
         if st is None:
             st = self._stats[fid] = self.stats_of(self.gray[fid])
         return st
 
-    def stats_of(self, gray: np.ndarray) -> tuple[np.ndarray, ...]:
-        """`stats` of a uint8 thumbnail, kept small (fresh memory is slow to touch): S in uint16 while it
-        fits, Q in int32 (int64 for windows over 7x7)."""
-        k = self.cfg.win_size
-        wide = np.int32 if k <= 7 else np.int64  # S^2 <= (k^2 * 255)^2 must fit
-        s = _box(gray, k, np.uint16 if k * k * 255 < 2**16 else wide)
-        q = _box(np.multiply(gray, gray, dtype=np.uint16), k, wide)
-        q *= self.n
-        s2 = s.astype(wide)
-        s2 *= s2
-        q -= s2
-        return gray, s, q
+    def stats_of(self, gray: np.ndarray) -> _FrameStats:
+        return _FrameStats(gray, self.cfg.win_size)
+
+
+class _FrameStats:
+    """(pixels, window sums S, Q = n*sum(x^2) - S^2) of a uint8 thumbnail: every per-frame SSIM term, as
+    exact integers, so a pair needs only its cross term. Computed `BAND` window rows at a time when a pair
+    first needs them (a pair stops early once its SSIM is proven below the threshold), and kept small (fresh
+    memory is slow to touch): S in uint16 while it fits, Q in int32 (int64 for windows over 7x7)."""
+
+    BAND = 48
+
+    def __init__(self, gray: np.ndarray, k: int):
+        self.gray, self.k, self.n = gray, k, k * k
+        hw, ww = gray.shape[0] - k + 1, gray.shape[1] - k + 1
+        self.wide = np.int32 if k <= 7 else np.int64  # S^2 <= (k^2 * 255)^2 must fit
+        self.s = np.empty((hw, ww), np.uint16 if k * k * 255 < 2**16 else self.wide)
+        self.q = np.empty((hw, ww), self.wide)
+        self.done = np.zeros(-(-hw // self.BAND), bool)
+
+    def ensure(self, r0: int, r1: int) -> None:
+        """Compute window rows r0:r1 (and the rest of their bands) unless done."""
+        b0, b1 = r0 // self.BAND, -(-r1 // self.BAND)
+        todo = np.flatnonzero(~self.done[b0:b1]) + b0
+        if not todo.size:
+            return
+        for run in np.split(todo, np.flatnonzero(np.diff(todo) > 1) + 1):  # consecutive bands at once
+            lo, hi = run[0] * self.BAND, min(len(self.s), (run[-1] + 1) * self.BAND)
+            g = self.gray[lo:hi + self.k - 1]
+            s = self.s[lo:hi] = _box(g, self.k, self.s.dtype)
+            q = _box(np.multiply(g, g, dtype=np.uint16), self.k, self.wide)
+            q *= self.n
+            s2 = s.astype(self.wide)
+            s2 *= s2
+            q -= s2
+            self.q[lo:hi] = q
+            self.done[run] = True
 
 
 def _run_sums(x: np.ndarray, k: int, axis: int) -> np.ndarray:
@@ -802,16 +874,16 @@ class _SSIM:
         scr = self.screens
         return self.score_stats(scr.stats(fa), scr.stats(fb), regions, floor)
 
-    def score_stats(self, st_a: tuple, st_b: tuple, regions: tuple = (), floor: float | None = None) -> float:
+    def score_stats(self, st_a: _FrameStats, st_b: _FrameStats, regions: tuple = (),
+                    floor: float | None = None) -> float:
         """Mean SSIM from two thumbnails' statistics. With `floor`, the windows are summed a band of rows at a
         time and an upper bound (every window not yet summed counted as 1) is returned as soon as it falls
         below `floor`: exact when the result is >= floor, else some value < floor."""
-        xa, sa, qa = st_a
-        xb, sb, qb = st_b
+        xa, xb = st_a.gray, st_b.gray
         if xa.shape != xb.shape:
             return -1.0
         k = self.k
-        hw, ww = sa.shape
+        hw, ww = st_a.s.shape
         valid, total = self._valid(xa.shape, regions)
         if total == 0:
             return 1.0
@@ -822,11 +894,13 @@ class _SSIM:
         # only windows containing a differing pixel can score below 1: a box of the window grid
         w0, w1 = max(0, rows[0] - k + 1), min(hw, rows[-1] + 1)
         c0, c1 = max(0, cols[0] - k + 1), min(ww, cols[-1] + 1)
-        band = w1 - w0 if floor is None else 48
+        band = _FrameStats.BAND
+        cuts = [w0, w1] if floor is None else [w0] + list(range((w0 // band + 1) * band, w1, band)) + [w1]
         deficit = 0.0  # sum of (1 - SSIM_w) over the windows summed so far
-        for r0 in range(w0, w1, band):
-            r1 = min(w1, r0 + band)
-            m = self._map(xa, xb, sa, sb, qa, qb, r0, r1, c0, c1)
+        for r0, r1 in itertools.pairwise(cuts):
+            st_a.ensure(r0, r1)
+            st_b.ensure(r0, r1)
+            m = self._map(xa, xb, st_a.s, st_b.s, st_a.q, st_b.q, r0, r1, c0, c1)
             if valid is None:
                 deficit += m.size - m.sum(dtype=np.float64)
             else:

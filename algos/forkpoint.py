@@ -96,16 +96,25 @@ def _area_table(ssize: int, dsize: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return idx, w, np.array([len(r) for r in rows])
 
 
-def _area_exact(x: np.ndarray, ys: np.ndarray, xs: np.ndarray, tab_y, tab_x) -> np.ndarray:
+def _area_exact(x: np.ndarray | Sequence[np.ndarray], ys: np.ndarray, xs: np.ndarray, tab_y, tab_x,
+                img: np.ndarray | None = None) -> np.ndarray:
     """cv2's generic area resize at output pixels (ys, xs), all channels: float32 sums in OpenCV's order (each
     source row reduced horizontally, then the rows accumulated; cumsum adds strictly in sequence), so
-    rounding ties break exactly as OpenCV breaks them. Zero-weight padding adds +0 and changes nothing."""
+    rounding ties break exactly as OpenCV breaks them. Zero-weight padding adds +0 and changes nothing.
+    With `img`, x is a list of images and pixel i belongs to x[img[i]]."""
     yi, yw, _ = tab_y
     xi, xw, _ = tab_x
     rows = yi[ys]  # (P, Ky)
     cols = xi[xs]  # (P, Kx)
-    px = x[rows[:, :, None], cols[:, None, :]].astype(np.float32)  # (P, Ky, Kx, C)
-    prod = px * xw[xs][:, None, :, None]
+    if img is None:
+        px = x[rows[:, :, None], cols[:, None, :]]  # (P, Ky, Kx, C)
+    else:
+        px = np.empty(rows.shape + cols.shape[1:] + x[0].shape[2:], np.uint8)
+        for f in np.unique(img):
+            m = img == f
+            px[m] = x[f][rows[m][:, :, None], cols[m][:, None, :]]
+    prod = px.astype(np.float32)
+    prod *= xw[xs][:, None, :, None]
     hor = np.cumsum(prod, axis=2, dtype=np.float32)[:, :, -1]  # (P, Ky, C)
     return np.cumsum(hor * yw[ys][:, :, None], axis=1, dtype=np.float32)[:, -1]  # (P, C)
 
@@ -199,12 +208,9 @@ def _area_down_many(xs: Sequence[np.ndarray], width: int, height: int, sels: Seq
         px, rest = np.divmod(flat, c * n)
         pc, py = np.divmod(rest, n)
         img = np.searchsorted(offs, py, side="right") - 1
-        tab_y, tab_x = _area_table(h, height), _area_table(w, width)
-        for f in np.unique(img):
-            m = np.flatnonzero(img == f)
-            rows = np.asarray(sels[f])[py[m] - offs[f]]
-            exact = _area_exact(xs[f], rows, px[m], tab_y, tab_x)
-            r[px[m], pc[m], py[m]] = np.rint(exact[np.arange(len(m)), pc[m]])
+        rows = np.concatenate(sels)[py]
+        exact = _area_exact(xs, rows, px, _area_table(h, height), _area_table(w, width), img=img)
+        r[px, pc, py] = np.rint(exact[np.arange(len(pc)), pc])
     np.clip(r, 0, 255, out=r)
     if gray and c == 3:  # rgb_to_gray on the rounded values, in exact float32 (see there)
         g = r[:, 0] * _GRAY_W[0]

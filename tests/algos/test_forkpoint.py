@@ -271,6 +271,46 @@ def test_faithful_thumbnail_squashes_and_crops():
     assert robust.gray[robust.add(screen(1), "x")].shape == (400, 180)  # aspect kept: 600x270 -> 400x180
 
 
+@pytest.mark.parametrize("cfg", [FAITHFUL, ROBUST], ids=["faithful", "robust"])
+@pytest.mark.parametrize("shape", [(600, 270), (1200, 540), (2400, 1080), (601, 271)])
+def test_shared_rows_give_the_direct_thumbnails(cfg, shape):
+    """Thumbnail rows are computed once per distinct source band and shared between frames: every frame's
+    thumbnail and hash grid must still be exactly rgb_to_gray(resize_area(...)) of its own screen."""
+    h, w = shape
+    rng = np.random.default_rng(h)
+    base = np.kron(screen(3), np.ones((h // H + 1, w // W + 1, 1), np.uint8))[:h, :w]
+    stripes = np.broadcast_to(((np.arange(h) % 7) * 37 % 256).astype(np.uint8)[:, None, None], (h, w, 3))
+    frames = [base, stripes.copy()]  # stripes: equal bands at rows whose area weights differ
+    for k in range(6):  # edits of a few rows, of one band boundary row, a toast-like block, a new screen
+        f = frames[rng.integers(len(frames))].copy()
+        y = int(rng.integers(h // 10, h - 48))  # below the faithful crop and the robust status-bar mask
+        if k == 3:
+            f[y] = 255 - f[y]
+        elif k == 5:
+            f = np.kron(screen(9), np.ones((h // H + 1, w // W + 1, 1), np.uint8))[:h, :w].copy()
+        else:
+            f[y:y + int(rng.integers(1, 40)), int(rng.integers(0, w // 2)):] = rng.integers(0, 256, 3)
+        frames.append(f)
+    scr = _Screens(cfg, min(cfg.thumb_size[0], w))
+    ids = scr.add_many(frames[:4], ["a"] * 4) + scr.add_many(frames[4:] + frames[:2], ["b"] * 6)
+    assert ids[8:] == ids[:2] and len(set(ids)) == len(frames)  # equal screens share an id, others don't
+    for f, fid in zip(frames, ids, strict=False):
+        crop = f[int(h * cfg.crop_top):]
+        size = scr._thumb_size(crop.shape)
+        expect = rgb_to_gray(resize_area(crop, size))
+        assert np.array_equal(scr.gray[fid], expect)
+        hs = (cfg.hash_size, cfg.hash_size)
+        if cfg.keep_aspect:
+            small = resize_area(np.where(scr.static_mask(expect.shape), 0, expect).astype(np.uint8), hs)
+        else:
+            small = rgb_to_gray(resize_area(crop, hs))
+        assert np.array_equal(scr.small[fid], small)
+    crop = frames[0][int(h * cfg.crop_top):]
+    size = scr._thumb_size(crop.shape)
+    if crop.shape[0] > size[1] and crop.shape[1] >= size[0]:  # a downscale: rows were shared, not recomputed
+        assert scr._rows[(crop.shape, size)].n < len(frames) * size[1] / 2
+
+
 # ------------------------------------------------ robust mode -----------------------------------------------
 def _same(cfg: ForkConfig, a: dict, b: dict) -> bool:
     """Whether the detector puts a fork between a one-step teacher at `a` and a one-step failure at `b`

@@ -531,6 +531,10 @@ def _region_slice(region: tuple[float, float, float, float], h: int, w: int) -> 
             slice(int(math.floor(x0 * w)), int(math.ceil(x1 * w))))
 
 
+_CHUNK = 128  # thumbnail rows computed together: enough to amortise numpy's per-call cost, few enough that
+# the float temporaries stay in the CPU cache (and in malloc's reused memory: fresh pages are slow to touch)
+
+
 class _Rows:
     """The thumbnail rows one crop needs at one size: pool slots of every row, and the rows to compute."""
 
@@ -585,6 +589,10 @@ class _Screens:
         self.bits: list[np.ndarray] = []  # bool mean hashes
         self.small: list[np.ndarray] = []  # the hash_size x hash_size gray grids the hashes threshold
         self.thumb: list[int] = []  # id of the first identical thumbnail
+        self.rows: list[tuple[_RowPool, np.ndarray] | None] = []  # a thumbnail's pool and its rows' slots
+        self._windows: dict[int, np.ndarray] = {}
+        self._window_ids: dict[int, dict[bytes, int]] = {}  # per row pool: window rows' slots -> id
+        self._window_stats: dict[int, _WindowStats] = {}  # per row pool
         self._stats: dict[int, _FrameStats] = {}
         self._masks: dict[tuple[int, int], np.ndarray] = {}  # thumbnail shape -> pixels the masks ignore
         self._keep: dict[tuple, np.ndarray] = {}
@@ -648,8 +656,9 @@ class _Screens:
                       for g in grays]
         else:
             smalls = self._finish(hashes)
-        for g, small in zip(grays, smalls, strict=True):
+        for g, small, job in zip(grays, smalls, thumbs, strict=True):
             fid = len(self.gray)
+            self.rows.append(None if job.pool is None else (job.pool, np.array(job.slots, np.int64)))
             self.gray.append(g)
             self.small.append(small)
             self.bits.append((small >= small.mean()).ravel())
@@ -681,7 +690,7 @@ class _Screens:
         rollouts) is copied. keys: per output row, a key determined by its source band (None: compute the
         crop whole). New rows get slots in the row pool and are computed now, while the screen is in the CPU
         cache, except the horizontal pass of the float path, which rows of one shape share (`_flush`, in
-        chunks of ~256 rows, so the float passes stay in cache too); `_finish` assembles the thumbnails."""
+        chunks of `_CHUNK` rows); `_finish` assembles the thumbnails."""
         job = _Rows(crop, size)
         x = job.x
         h, w, c = x.shape
@@ -703,23 +712,36 @@ class _Screens:
         if h % size[1] == 0 and w % size[0] == 0:  # cv2's integer-ratio path
             pool.put(job.dest, _gray(_resize_area_down(x, size[0], size[1], need)))
             return job
-        job.v = _area_rows(x.reshape(h, w * c), h, size[1], sel=need)
+        x2 = x.reshape(h, w * c)  # the vertical pass, in pieces whose temporaries stay in the CPU cache
+        job.v = np.concatenate([_area_rows(x2, h, size[1], sel=need[i:i + _CHUNK])
+                                for i in range(0, len(need), _CHUNK)]) if len(need) > _CHUNK else \
+            _area_rows(x2, h, size[1], sel=need)
         batch = self._pending.setdefault((x.shape, size), [])
         batch.append(job)
-        if sum(len(j.need) for j in batch) >= 256:
+        if sum(len(j.need) for j in batch) >= _CHUNK:
             self._flush((x.shape, size))
         return job
 
     def _flush(self, key: tuple) -> None:
-        """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray."""
+        """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray; about
+        `_CHUNK` rows at a time (a job's rows may be split between calls)."""
         batch = self._pending.pop(key, [])
-        if not batch:
-            return
         width, height = key[1]
-        rows = _area_down_many([j.x for j in batch], width, height,
-                               [np.array(j.need, np.intp) for j in batch], gray=True, v=[j.v for j in batch])
-        for job, r in zip(batch, rows, strict=True):
-            job.pool.put(job.dest, _gray(r))
+        parts: list[tuple[_Rows, int, int]] = []  # (job, first, last) of its rows to compute
+        count = 0
+        for i, job in enumerate(batch):
+            for j in range(0, len(job.need), _CHUNK):
+                parts.append((job, j, min(len(job.need), j + _CHUNK)))
+                count += parts[-1][2] - j
+                last = i == len(batch) - 1 and parts[-1][2] == len(job.need)
+                if count >= _CHUNK or last:
+                    sels = [np.array(p[0].need[p[1]:p[2]], np.intp) for p in parts]
+                    rows = _area_down_many([p[0].x for p in parts], width, height, sels, gray=True,
+                                           v=[p[0].v[p[1]:p[2]] for p in parts])
+                    for (jb, lo, hi), r in zip(parts, rows, strict=True):
+                        jb.pool.put(jb.dest[lo:hi], _gray(r))
+                    parts, count = [], 0
+        for job in batch:
             job.v = None
 
     def _finish(self, jobs: list[_Rows]) -> list[np.ndarray]:
@@ -774,6 +796,69 @@ class _Screens:
 
     def stats_of(self, gray: np.ndarray) -> _FrameStats:
         return _FrameStats(gray, self.cfg.win_size)
+
+    def windows(self, fid: int) -> np.ndarray | None:
+        """Per SSIM window row of a pooled thumbnail, an id of its win_size thumbnail rows (by pool slot):
+        equal ids, equal pixels. None for a thumbnail computed whole."""
+        w = self._windows.get(fid)
+        if w is None and self.rows[fid] is not None:
+            pool, slots = self.rows[fid]
+            k = self.cfg.win_size
+            ids = self._window_ids.setdefault(id(pool), {})
+            b = slots.tobytes()
+            w = self._windows[fid] = np.array(
+                [ids.setdefault(b[8 * r:8 * (r + k)], len(ids)) for r in range(len(slots) - k + 1)], np.int64)
+        return w
+
+    def window_stats(self, fid: int) -> _WindowStats:
+        """The S and Q rows of the SSIM window rows of the thumbnails of this pooled one's pool."""
+        pool = self.rows[fid][0]
+        ws = self._window_stats.get(id(pool))
+        if ws is None:
+            ws = self._window_stats[id(pool)] = _WindowStats(self.gray[fid].shape, self.cfg.win_size)
+        return ws
+
+
+class _WindowStats:
+    """S and Q (see `_FrameStats`) of SSIM window rows by window id (`_Screens.windows`): a window row
+    shared by several thumbnails is computed once, when a pair first needs it."""
+
+    def __init__(self, shape: tuple[int, int], k: int):
+        self.k = k
+        self.n = k * k
+        self.wide = np.int32 if k <= 7 else np.int64
+        ww = shape[1] - k + 1
+        self.s = np.empty((256, ww), np.uint16 if k * k * 255 < 2**16 else self.wide)
+        self.q = np.empty((256, ww), self.wide)
+        self.have = np.zeros(256, bool)
+
+    def rows(self, gray: np.ndarray, wids: np.ndarray, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        """S and Q of window rows r0:r1 of a thumbnail whose window ids are `wids`."""
+        ids = wids[r0:r1]
+        top = int(ids.max()) + 1
+        if top > len(self.have):
+            cap = max(top, 2 * len(self.have))
+            for name in ("s", "q", "have"):
+                old = getattr(self, name)
+                new = np.zeros((cap,) + old.shape[1:], old.dtype)
+                new[:len(old)] = old
+                setattr(self, name, new)
+        miss = np.flatnonzero(~self.have[ids])
+        if miss.size:
+            k = self.k
+            for run in np.split(miss, np.flatnonzero(np.diff(miss) > 1) + 1):
+                a, b = r0 + int(run[0]), r0 + int(run[-1]) + 1
+                g = gray[a:b + k - 1]
+                s = _box(g, k, self.s.dtype)
+                q = _box(np.multiply(g, g, dtype=np.uint16), k, self.wide)
+                q *= self.n
+                s2 = s.astype(self.wide)
+                s2 *= s2
+                q -= s2
+                self.s[ids[run]] = s
+                self.q[ids[run]] = q
+                self.have[ids[run]] = True
+        return self.s[ids], self.q[ids]
 
 
 class _FrameStats:
@@ -855,6 +940,7 @@ class _SSIM:
         self.c1 = np.float32((cfg.k1 * cfg.data_range) ** 2 * n * n)
         self.c2 = np.float32((cfg.k2 * cfg.data_range) ** 2 * n * (n - 1))
         self._valid_cache: dict[tuple, tuple[np.ndarray | None, int]] = {}
+        self._rows_memo: dict[tuple, dict[tuple, float]] = {}  # regions -> window-row key -> sum(1 - SSIM)
 
     def _valid(self, shape: tuple[int, int], regions: tuple) -> tuple[np.ndarray | None, int]:
         """Windows touching no ignored pixel (static masks plus `regions`), and how many there are."""
@@ -876,9 +962,83 @@ class _SSIM:
 
     def score(self, fa: int, fb: int, regions: tuple = (), floor: float | None = None) -> float:
         """Mean SSIM of two thumbnails over the windows touching no ignored pixel; -1.0 when the thumbnails
-        differ in shape (as UI-Voyager). `floor`: see score_stats."""
+        differ in shape (as UI-Voyager). `floor`: see score_stats. Thumbnails built from shared rows
+        (`_Screens.windows`) are scored a window row at a time, and each window row's sum of (1 - SSIM)
+        is kept: another pair showing the same two window rows at the same place (a near-duplicate of
+        either screen) reuses it."""
         scr = self.screens
-        return self.score_stats(scr.stats(fa), scr.stats(fb), regions, floor)
+        wa, wb = scr.windows(fa), scr.windows(fb)
+        if wa is None or wb is None or scr.rows[fa][0] is not scr.rows[fb][0]:  # not rows of one pool
+            return self.score_stats(scr.stats(fa), scr.stats(fb), regions, floor)
+        valid, total = self._valid(scr.gray[fa].shape, regions)
+        if total == 0:
+            return 1.0
+        rows = np.flatnonzero(wa != wb)  # other window rows show equal pixels: SSIM exactly 1
+        memo = self._rows_memo.setdefault(regions, {})
+        ia, ib = wa[rows], wb[rows]  # window ids are position-specific: a pair of them names the window row
+        keys = (np.minimum(ia, ib) << 32) | np.maximum(ia, ib)
+        got = np.fromiter(map(memo.get, keys.tolist(), itertools.repeat(np.nan)), np.float64, len(rows))
+        miss = np.isnan(got)
+        deficit = float(got[~miss].sum())  # sum of (1 - SSIM_w) so far
+        if floor is not None and 1.0 - deficit / total < floor:
+            return 1.0 - deficit / total
+        todo = np.flatnonzero(miss)  # indices into rows
+        if not todo.size:
+            return float(1.0 - deficit / total)
+        xa, xb, k = scr.gray[fa], scr.gray[fb], self.k
+        ws = scr.window_stats(fa)
+        band = len(todo) if floor is None else _FrameStats.BAND
+        runs = np.split(todo, np.flatnonzero(np.diff(rows[todo]) > 1) + 1)
+        for run in runs:
+            for i in range(0, len(run), band):
+                part = run[i:i + band]
+                r0, r1 = int(rows[part[0]]), int(rows[part[-1]]) + 1
+                d = xa[r0:r1 + k - 1] != xb[r0:r1 + k - 1]
+                cols = np.flatnonzero(d.any(axis=0))
+                if not cols.size:  # equal pixels after all (different rows, same content)
+                    memo.update(zip(keys[part].tolist(), itertools.repeat(0.0)))
+                    continue
+                c0, c1 = max(0, int(cols[0]) - k + 1), min(xa.shape[1] - k + 1, int(cols[-1]) + 1)
+                sa, qa = ws.rows(xa, wa, r0, r1)
+                sb, qb = ws.rows(xb, wb, r0, r1)
+                m = self._map(xa[r0:r1 + k - 1], xb[r0:r1 + k - 1], sa, sb, qa, qb, c0, c1)
+                if valid is None:
+                    row_def = (c1 - c0) - m.sum(axis=1, dtype=np.float64)
+                else:
+                    v = valid[r0:r1, c0:c1]
+                    row_def = v.sum(axis=1) - np.where(v, m, 0).sum(axis=1, dtype=np.float64)
+                memo.update(zip(keys[part].tolist(), row_def.tolist(), strict=True))
+                deficit += float(row_def.sum())
+                if floor is not None and 1.0 - deficit / total < floor:
+                    return float(1.0 - deficit / total)
+        return float(1.0 - deficit / total)
+        key_of = dict(zip(rows.tolist(), keys, strict=True))
+        xa, xb, k = scr.gray[fa], scr.gray[fb], self.k
+        ws = scr.window_stats(fa)
+        band = len(todo) if floor is None else _FrameStats.BAND
+        runs = np.split(np.array(todo), np.flatnonzero(np.diff(todo) > 1) + 1)
+        pieces = [(int(run[i]), int(run[min(len(run), i + band) - 1]) + 1)
+                  for run in runs for i in range(0, len(run), band)]
+        for r0, r1 in pieces:
+            d = xa[r0:r1 + k - 1] != xb[r0:r1 + k - 1]
+            cols = np.flatnonzero(d.any(axis=0))
+            if not cols.size:  # equal pixels after all (different rows, same content)
+                memo.update((key_of[r], 0.0) for r in range(r0, r1))
+                continue
+            c0, c1 = max(0, int(cols[0]) - k + 1), min(xa.shape[1] - k + 1, int(cols[-1]) + 1)
+            sa, qa = ws.rows(xa, wa, r0, r1)
+            sb, qb = ws.rows(xb, wb, r0, r1)
+            m = self._map(xa[r0:r1 + k - 1], xb[r0:r1 + k - 1], sa, sb, qa, qb, c0, c1)
+            if valid is None:
+                row_def = (c1 - c0) - m.sum(axis=1, dtype=np.float64)
+            else:
+                v = valid[r0:r1, c0:c1]
+                row_def = v.sum(axis=1) - np.where(v, m, 0).sum(axis=1, dtype=np.float64)
+            memo.update(zip((key_of[r] for r in range(r0, r1)), row_def.tolist(), strict=True))
+            deficit += float(row_def.sum())
+            if floor is not None and 1.0 - deficit / total < floor:
+                break
+        return float(1.0 - deficit / total)
 
     def score_stats(self, st_a: _FrameStats, st_b: _FrameStats, regions: tuple = (),
                     floor: float | None = None) -> float:
@@ -906,7 +1066,8 @@ class _SSIM:
         for r0, r1 in itertools.pairwise(cuts):
             st_a.ensure(r0, r1)
             st_b.ensure(r0, r1)
-            m = self._map(xa, xb, st_a.s, st_b.s, st_a.q, st_b.q, r0, r1, c0, c1)
+            m = self._map(xa[r0:r1 + k - 1], xb[r0:r1 + k - 1], st_a.s[r0:r1], st_b.s[r0:r1], st_a.q[r0:r1],
+                          st_b.q[r0:r1], c0, c1)
             if valid is None:
                 deficit += m.size - m.sum(dtype=np.float64)
             else:
@@ -916,14 +1077,14 @@ class _SSIM:
                 break
         return float(1.0 - deficit / total)
 
-    def _map(self, xa, xb, sa, sb, qa, qb, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-        """SSIM of the windows in rows r0:r1, columns c0:c1 of the window grid (float32). The integer parts
-        are exact (int32 for 7x7 windows of 8-bit pixels, int64 for larger ones); the rest float32."""
+    def _map(self, xa, xb, sa, sb, qa, qb, c0: int, c1: int) -> np.ndarray:
+        """SSIM of the windows in columns c0:c1 of some window rows (float32): sa, sb, qa, qb hold those
+        rows' S and Q, xa and xb the pixel rows under them. The integer parts are exact (int32 for 7x7
+        windows of 8-bit pixels, int64 for larger ones); the rest float32."""
         k = self.k
         wide = qa.dtype
-        sxy = _box(np.multiply(xa[r0:r1 + k - 1, c0:c1 + k - 1], xb[r0:r1 + k - 1, c0:c1 + k - 1],
-                               dtype=np.uint16), k, wide)
-        a, b = sa[r0:r1, c0:c1].astype(wide), sb[r0:r1, c0:c1]
+        sxy = _box(np.multiply(xa[:, c0:c1 + k - 1], xb[:, c0:c1 + k - 1], dtype=np.uint16), k, wide)
+        a, b = sa[:, c0:c1].astype(wide), sb[:, c0:c1]
         t = a * b
         sxy *= self.n
         sxy -= t  # n Sxy - Sx Sy
@@ -939,7 +1100,7 @@ class _SSIM:
         m *= v
         d = a.astype(np.float32)
         d += self.c1
-        v = (qa[r0:r1, c0:c1] + qb[r0:r1, c0:c1]).astype(np.float32)
+        v = (qa[:, c0:c1] + qb[:, c0:c1]).astype(np.float32)
         v += self.c2
         d *= v
         m /= d

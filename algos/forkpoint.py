@@ -102,17 +102,27 @@ def _area_exact(x: np.ndarray | Sequence[np.ndarray], ys: np.ndarray, xs: np.nda
     source row reduced horizontally, then the rows accumulated; cumsum adds strictly in sequence), so
     rounding ties break exactly as OpenCV breaks them. Zero-weight padding adds +0 and changes nothing.
     With `img`, x is a list of images and pixel i belongs to x[img[i]]."""
-    yi, yw, _ = tab_y
-    xi, xw, _ = tab_x
+    yi, yw, yn = tab_y
+    xi, xw, xn = tab_x
+    if yi.shape[1] * xi.shape[1] > 64:  # large cells (hash grids): a slice per pixel beats a fancy gather
+        out = np.empty((len(ys), (x if img is None else x[0]).shape[2]), np.float32)
+        for p, (y, c) in enumerate(zip(ys.tolist(), xs.tolist(), strict=True)):
+            src = x if img is None else x[img[p]]
+            r0, c0 = int(yi[y, 0]), int(xi[c, 0])
+            block = src[r0:r0 + yn[y], c0:c0 + xn[c]].astype(np.float32) * xw[c, :xn[c]][None, :, None]
+            hor = np.cumsum(block, axis=1, dtype=np.float32)[:, -1]
+            out[p] = np.cumsum(hor * yw[y, :yn[y]][:, None], axis=0, dtype=np.float32)[-1]
+        return out
     rows = yi[ys]  # (P, Ky)
     cols = xi[xs]  # (P, Kx)
     if img is None:
         px = x[rows[:, :, None], cols[:, None, :]]  # (P, Ky, Kx, C)
-    else:
+    else:  # pixels grouped by image: one gather per image
+        order = np.argsort(img, kind="stable")
         px = np.empty(rows.shape + cols.shape[1:] + x[0].shape[2:], np.uint8)
-        for f in np.unique(img):
-            m = img == f
-            px[m] = x[f][rows[m][:, :, None], cols[m][:, None, :]]
+        bounds = np.flatnonzero(np.diff(img[order])) + 1
+        for part in np.split(order, bounds):
+            px[part] = x[img[part[0]]][rows[part][:, :, None], cols[part][:, None, :]]
     prod = px.astype(np.float32)
     prod *= xw[xs][:, None, :, None]
     hor = np.cumsum(prod, axis=2, dtype=np.float32)[:, :, -1]  # (P, Ky, C)
@@ -632,19 +642,12 @@ class _Screens:
             h = a.shape[0]
             crop = np.ascontiguousarray(a[int(h * cfg.crop_top):])
             size = self._thumb_size(crop.shape)
-            rk = None
             r0, r1 = self._kept_rows(h)
-            if (r0, r1) == (int(h * cfg.crop_top), h):  # every cropped row counts: the thumbnail's band keys
-                rk = self._row_keys(crop, size)  # identify the frame (faithful mode)
-            if rk is not None:
-                key: Any = (crop.shape, size, tuple(rk))
-            else:
-                key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
+            key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
             fid = self._by_digest.get(key)
             if fid is None:  # a new frame, still in the cache: plan its rows and run their vertical pass now
                 fid = self._by_digest[key] = len(self.gray) + len(thumbs)
-                if rk is None:
-                    rk = self._row_keys(crop, size)
+                rk = self._row_keys(crop, size)
                 thumbs.append(self._plan(crop, size, rk))
                 if not cfg.keep_aspect:  # UI-Voyager: the gray hash grid of the cropped screen
                     ck = None if rk is None else _coarse_keys(rk, crop.shape[0], size[1], hs[1])

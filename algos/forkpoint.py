@@ -24,11 +24,16 @@ failed trajectory and a teacher; two ways of deciding SAME:
   target element; accessibility trees ('confirm' by default, 'and'/'or' optional); and the teacher chosen
   among all successes by shared screens.
 
-Speed (benchmarks/forkpoint_speed.py): frames are deduplicated by their bytes (the compared part), thumbnails
-and hashes computed once per distinct frame (in `workers` threads), identical thumbnails merged; the walk asks
-for comparisons lazily; SSIM comes from per-thumbnail window sums computed once, with only the cross term per
-pair, evaluated only over the bounding box of the differing pixels (elsewhere every window is exactly 1) and
-a band of rows at a time, stopping once an upper bound proves the pair below the threshold.
+Speed (benchmarks/forkpoint_speed.py): frames are deduplicated by their bytes (the compared part). A thumbnail
+row of an area downscale depends only on the source rows under it, so rows are keyed by a fingerprint of
+those rows (and their place) and each distinct row is computed once, in batches (`_Screens._plan`): the
+unchanged bulk of consecutive steps and sibling rollouts is copied, not recomputed; hash grids likewise.
+The walk asks for comparisons lazily. SSIM is summed a window row at a time: a window row whose pixels are
+equal in both thumbnails scores exactly 1 and is skipped, and the sum of (1 - SSIM) of every other window
+row is kept under the pair of row ids, so a pair of near-duplicates of screens already compared reuses most
+of it; new window rows get their per-thumbnail terms (window sums, computed once per window row) and only
+the cross term per pair, over the columns where the pixels differ, in bands of rows, stopping once an upper
+bound proves the pair below the threshold.
 """
 
 from __future__ import annotations
@@ -437,7 +442,6 @@ class ForkConfig:
     teacher_margin: int = 2  # failed steps a success must cover beyond the shortest's to teach instead
     oracle: bool = False  # SAME iff Step.screen_key is equal (SimDroid's ground truth; for benchmarks)
     screen_size: tuple[int, int] = (1080, 2400)  # logical (width, height) of element boxes and x/y actions
-    workers: int = 2  # threads computing thumbnails (numpy releases the GIL); 1: none
 
     def __post_init__(self) -> None:
         for name, allowed in (("action_match", ("exact", "target")), ("teacher", ("shortest", "similar")),

@@ -64,7 +64,8 @@ class Reference:
     def _thumb(self, key: int, screen: np.ndarray) -> np.ndarray:
         if key not in self.thumbs:
             c = time.process_time()
-            self.thumbs[key] = rgb_to_gray(resize_area(self._crop(screen), self.cfg.thumb_size)).astype(np.float64)
+            thumb = resize_area(self._crop(screen), self.cfg.thumb_size)
+            self.thumbs[key] = rgb_to_gray(thumb).astype(np.float64)
             self.phi += time.process_time() - c
         return self.thumbs[key]
 
@@ -166,11 +167,12 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=3)
     ap.add_argument("--scale", type=float, default=0.5)
     ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each detector per group; the fastest counts")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each detector per group (fastest counts)")
     args = ap.parse_args()
     cfg = ForkConfig.faithful()
     tasks = [t for t in args.tasks.split(",") if t]
     tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_wall", "ref_phi"), 0.0)
+    ratios = []
     identical = True
     n_steps = n_forks = 0
     size = f"{round(1080 * args.scale)}x{round(2400 * args.scale)}"
@@ -205,6 +207,7 @@ def main() -> None:
         n_steps += steps
         n_forks += len(a)
         om, rm = oc - ophi, rc - rphi
+        ratios.append(rc / oc)
         print(f"{grp.group_id:30s} {steps:5d} {len(a):5d} {oc * 1e3:6.0f} {ophi * 1e3:5.0f} {om * 1e3:5.0f} "
               f"{rc * 1e3:6.0f} {rphi * 1e3:5.0f} {rm * 1e3:6.0f} {calls:5d} {rc / oc:5.1f}x {rm / om:5.1f}x"
               f"{'' if same else '  DIFFERENT FORKS'}")
@@ -214,7 +217,8 @@ def main() -> None:
           f"(wall {tot['ours_wall'] / g * 1e3:.0f}; {n_steps / g:.0f} steps) vs per-pair skimage reference "
           f"{tot['ref'] / g * 1e3:.0f} ms/group: {tot['ref'] / tot['ours']:.1f}x overall, {rm / om:.1f}x on "
           f"matching ({om * 1e3:.0f} vs {rm * 1e3:.0f} ms; thumbnails {tot['ours_phi'] / g * 1e3:.0f} vs "
-          f"{tot['ref_phi'] / g * 1e3:.0f} ms); decisions identical: {'yes' if identical else 'NO'}")
+          f"{tot['ref_phi'] / g * 1e3:.0f} ms); per group {min(ratios):.1f}x to {max(ratios):.1f}x; "
+          f"decisions identical: {'yes' if identical else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -545,11 +545,8 @@ def _region_slice(region: tuple[float, float, float, float], h: int, w: int) -> 
             slice(int(math.floor(x0 * w)), int(math.ceil(x1 * w))))
 
 
-def _chunk(row_values: int) -> int:
-    """Thumbnail rows computed together: enough to amortise numpy's per-call cost, few enough that the float
-    temporaries (row_values float32 per row) stay near 512 KB, in the CPU cache and in memory malloc reuses
-    (fresh pages are slow to touch)."""
-    return int(np.clip(2**19 // (4 * row_values), 16, 128))
+_CHUNK = 128  # thumbnail rows computed together: enough to amortise numpy's per-call cost, few enough that
+# the float temporaries stay in the CPU cache (and in malloc's reused memory: fresh pages are slow to touch)
 
 
 class _Rows:
@@ -700,7 +697,7 @@ class _Screens:
         rollouts) is copied. keys: per output row, a key determined by its source band (None: compute the
         crop whole). New rows get slots in the row pool and are computed now, while the screen is in the CPU
         cache, except the horizontal pass of the float path, which rows of one shape share (`_flush`, in
-        chunks of `_chunk` rows); `_finish` assembles the thumbnails."""
+        chunks of `_CHUNK` rows); `_finish` assembles the thumbnails."""
         job = _Rows(crop, size)
         x = job.x
         h, w, c = x.shape
@@ -723,30 +720,28 @@ class _Screens:
             pool.put(job.dest, _gray(_resize_area_down(x, size[0], size[1], need)))
             return job
         x2 = x.reshape(h, w * c)  # the vertical pass, in pieces whose temporaries stay in the CPU cache
-        chunk = _chunk(w * c)
-        job.v = np.concatenate([_area_rows(x2, h, size[1], sel=need[i:i + chunk])
-                                for i in range(0, len(need), chunk)]) if len(need) > chunk else \
+        job.v = np.concatenate([_area_rows(x2, h, size[1], sel=need[i:i + _CHUNK])
+                                for i in range(0, len(need), _CHUNK)]) if len(need) > _CHUNK else \
             _area_rows(x2, h, size[1], sel=need)
         batch = self._pending.setdefault((x.shape, size), [])
         batch.append(job)
-        if sum(len(j.need) for j in batch) >= chunk:
+        if sum(len(j.need) for j in batch) >= _CHUNK:
             self._flush((x.shape, size))
         return job
 
     def _flush(self, key: tuple) -> None:
         """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray; about
-        `_chunk` rows at a time (a job's rows may be split between calls)."""
+        `_CHUNK` rows at a time (a job's rows may be split between calls)."""
         batch = self._pending.pop(key, [])
         width, height = key[1]
-        chunk = _chunk(key[0][1] * key[0][2])
         parts: list[tuple[_Rows, int, int]] = []  # (job, first, last) of its rows to compute
         count = 0
         for i, job in enumerate(batch):
-            for j in range(0, len(job.need), chunk):
-                parts.append((job, j, min(len(job.need), j + chunk)))
+            for j in range(0, len(job.need), _CHUNK):
+                parts.append((job, j, min(len(job.need), j + _CHUNK)))
                 count += parts[-1][2] - j
                 last = i == len(batch) - 1 and parts[-1][2] == len(job.need)
-                if count >= chunk or last:
+                if count >= _CHUNK or last:
                     sels = [np.array(p[0].need[p[1]:p[2]], np.intp) for p in parts]
                     rows = _area_down_many([p[0].x for p in parts], width, height, sels, gray=True,
                                            v=[p[0].v[p[1]:p[2]] for p in parts])

@@ -1019,33 +1019,6 @@ class _SSIM:
                 if floor is not None and 1.0 - deficit / total < floor:
                     return float(1.0 - deficit / total)
         return float(1.0 - deficit / total)
-        key_of = dict(zip(rows.tolist(), keys, strict=True))
-        xa, xb, k = scr.gray[fa], scr.gray[fb], self.k
-        ws = scr.window_stats(fa)
-        band = len(todo) if floor is None else _FrameStats.BAND
-        runs = np.split(np.array(todo), np.flatnonzero(np.diff(todo) > 1) + 1)
-        pieces = [(int(run[i]), int(run[min(len(run), i + band) - 1]) + 1)
-                  for run in runs for i in range(0, len(run), band)]
-        for r0, r1 in pieces:
-            d = xa[r0:r1 + k - 1] != xb[r0:r1 + k - 1]
-            cols = np.flatnonzero(d.any(axis=0))
-            if not cols.size:  # equal pixels after all (different rows, same content)
-                memo.update((key_of[r], 0.0) for r in range(r0, r1))
-                continue
-            c0, c1 = max(0, int(cols[0]) - k + 1), min(xa.shape[1] - k + 1, int(cols[-1]) + 1)
-            sa, qa = ws.rows(xa, wa, r0, r1)
-            sb, qb = ws.rows(xb, wb, r0, r1)
-            m = self._map(xa[r0:r1 + k - 1], xb[r0:r1 + k - 1], sa, sb, qa, qb, c0, c1)
-            if valid is None:
-                row_def = (c1 - c0) - m.sum(axis=1, dtype=np.float64)
-            else:
-                v = valid[r0:r1, c0:c1]
-                row_def = v.sum(axis=1) - np.where(v, m, 0).sum(axis=1, dtype=np.float64)
-            memo.update(zip((key_of[r] for r in range(r0, r1)), row_def.tolist(), strict=True))
-            deficit += float(row_def.sum())
-            if floor is not None and 1.0 - deficit / total < floor:
-                break
-        return float(1.0 - deficit / total)
 
     def score_stats(self, st_a: _FrameStats, st_b: _FrameStats, regions: tuple = (),
                     floor: float | None = None) -> float:

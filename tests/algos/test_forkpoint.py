@@ -13,9 +13,12 @@ from skimage.metrics import structural_similarity
 from algos.buffer import Group, Step, Trajectory
 from algos.forkpoint import (
     _SSIM,
+    STATUS_BAR,
     TOAST,
     Fork,
     ForkConfig,
+    _box,
+    _region_slice,
     _Screens,
     action_key,
     detect_forks,
@@ -261,6 +264,35 @@ def test_ssim_matches_skimage():
             # the early-out returns an upper bound below the floor, the exact value above it
             bound = engine.score_stats(scr.stats_of(a), scr.stats_of(b), floor=0.95)
             assert (bound >= ref - 1e-6 and bound < 0.95) if ref < 0.95 else abs(bound - ref) < 1e-6
+
+
+def test_shared_row_ssim_matches_skimage_and_reuses_window_rows():
+    """Thumbnails built from shared rows are scored a window row at a time, with each pair of window rows'
+    deficit kept: scores (exact, with a floor, repeated, on near-duplicates sharing most window rows, with
+    masked regions) must equal skimage's SSIM over the same windows."""
+    base = np.kron(screen(4), np.ones((2, 2, 1), np.uint8))  # 1200x540: a downscale, so rows are pooled
+    frames = [base]
+    for y0, y1, v in ((300, 340, 0), (300, 340, 90), (700, 760, 30), (200, 1100, 255)):
+        f = base.copy()
+        f[y0:y1, 40:400] = v
+        frames.append(f)
+    for cfg, regions in ((FAITHFUL, ()), (dataclasses.replace(FAITHFUL, masks=(STATUS_BAR,)), (TOAST,))):
+        scr = _Screens(cfg, 480)
+        ids = scr.add_many(frames, ["f"] * len(frames))
+        engine = _SSIM(scr)
+        ignore = scr.static_mask(scr.gray[ids[0]].shape).copy()
+        for r in regions:
+            ignore[_region_slice(r, *ignore.shape)] = True
+        keep = _box(ignore, 7, np.int32) == 0
+        for a, b in [(0, 1), (0, 2), (1, 2), (0, 1), (0, 3), (2, 3), (0, 4), (3, 4)]:
+            fa, fb = ids[a], ids[b]
+            _, full = structural_similarity(scr.gray[fa].astype(float), scr.gray[fb].astype(float),
+                                            data_range=255.0, full=True)
+            ref = float(full[3:-3, 3:-3][keep].mean())  # skimage's windows are those that fit, cropped 3
+            assert abs(engine.score(fa, fb, regions) - ref) < 1e-6
+            bound = engine.score(fb, fa, regions, floor=0.95)
+            assert (bound >= ref - 1e-6 and bound < 0.95) if ref < 0.95 else abs(bound - ref) < 1e-6
+        assert engine._rows_memo[regions]  # window rows were kept for reuse
 
 
 def test_faithful_thumbnail_squashes_and_crops():

@@ -591,7 +591,8 @@ class _RowPool:
 class _Screens:
     """The distinct screens of a set of steps: gray thumbnail, mean-hash bits and SSIM window sums, each
     computed once. Frames are deduplicated by the bytes of the part of the screen that is compared (rows a
-    crop or full-width mask removes do not count), identical thumbnails share a thumbnail id."""
+    crop or full-width mask removes do not count), identical thumbnails share a thumbnail id, and thumbnail
+    rows are shared between frames through row pools (`_plan`)."""
 
     def __init__(self, cfg: ForkConfig, width: int):
         self.cfg = cfg
@@ -644,13 +645,13 @@ class _Screens:
             if a.ndim == 3 and a.shape[2] == 4:
                 a = a[:, :, :3]
             h = a.shape[0]
-            crop = np.ascontiguousarray(a[int(h * cfg.crop_top):])
-            size = self._thumb_size(crop.shape)
             r0, r1 = self._kept_rows(h)
             key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
             fid = self._by_digest.get(key)
             if fid is None:  # a new frame, still in the cache: plan its rows and run their vertical pass now
                 fid = self._by_digest[key] = len(self.gray) + len(thumbs)
+                crop = np.ascontiguousarray(a[int(h * cfg.crop_top):])
+                size = self._thumb_size(crop.shape)
                 rk = self._row_keys(crop, size)
                 thumbs.append(self._plan(crop, size, rk))
                 if not cfg.keep_aspect:  # UI-Voyager: the gray hash grid of the cropped screen

@@ -28,7 +28,9 @@ Speed (benchmarks/forkpoint_speed.py): frames are deduplicated by their bytes (t
 row of an area downscale depends only on the source rows under it, so rows are keyed by a fingerprint of
 those rows (and their place) and each distinct row is computed once, in batches (`_Screens._plan`): the
 unchanged bulk of consecutive steps and sibling rollouts is copied, not recomputed; hash grids likewise.
-The walk asks for comparisons lazily. SSIM is summed a window row at a time: a window row whose pixels are
+In faithful-style modes a thumbnail row is only computed when a comparison first reads it (like
+UI-Voyager's thumbnails, made on a screen's first pass of the hash prefilter, but per row). The walk asks
+for comparisons lazily. SSIM is summed a window row at a time: a window row whose pixels are
 equal in both thumbnails scores exactly 1 and is skipped, and the sum of (1 - SSIM) of every other window
 row is kept under the pair of row ids, so a pair of near-duplicates of screens already compared reuses most
 of it; new window rows get their per-thumbnail terms (window sums, computed once per window row) and only
@@ -563,13 +565,30 @@ class _Rows:
         self.whole: np.ndarray | None = None  # the thumbnail, when computed whole
 
 
+class _Thumbnails(Sequence):
+    """`_Screens.gray`: the frames' gray thumbnails, assembled (and their rows computed) on first access."""
+
+    def __init__(self, screens: _Screens):
+        self._screens = screens
+
+    def __len__(self) -> int:
+        return len(self._screens._gray)
+
+    def __getitem__(self, fid: Any) -> Any:
+        if isinstance(fid, slice):
+            return [self[i] for i in range(len(self))[fid]]
+        return self._screens.thumbnail(fid)
+
+
 class _RowPool:
-    """Gray thumbnail rows of one width in one growing array, found by key."""
+    """Gray thumbnail rows of one width in one growing array, found by key. Lazily planned rows keep their
+    source (`src`: the job and output row) until `_Screens._ensure` computes them."""
 
     def __init__(self, width: int):
         self.index: dict[Any, int] = {}
         self.data = np.empty((256, width), np.uint8)
         self.n = 0
+        self.src: dict[int, tuple[_Rows, int]] = {}  # slot -> (job, output row) of rows not computed yet
 
     def reserve(self, key: Any) -> int:
         """A slot for the row of `key` (filled later by `put`)."""
@@ -600,7 +619,13 @@ class _Screens:
         self.n = cfg.win_size * cfg.win_size
         self._by_digest: dict[bytes, int] = {}
         self._by_thumb: dict[bytes, int] = {}
-        self.gray: list[np.ndarray] = []  # uint8 thumbnails
+        self._gray: list[np.ndarray | None] = []  # uint8 thumbnails (None: not assembled yet)
+        self.gray = _Thumbnails(self)  # the same, assembled on access
+        self.shape: list[tuple[int, int]] = []  # thumbnail shapes
+        # faithful-style comparisons read a pair's thumbnails only where their rows differ: thumbnail rows are
+        # then computed when first read
+        self.lazy = (cfg.local_diff == 0 and not cfg.deblend and not cfg.overlay_regions
+                     and not cfg.keep_aspect)
         self.bits: list[np.ndarray] = []  # bool mean hashes
         self.small: list[np.ndarray] = []  # the hash_size x hash_size gray grids the hashes threshold
         self.thumb: list[int] = []  # id of the first identical thumbnail
@@ -649,28 +674,37 @@ class _Screens:
             key = _digest(a[r0:r1]) + np.array(a.shape, np.int64).tobytes()
             fid = self._by_digest.get(key)
             if fid is None:  # a new frame, still in the cache: plan its rows and run their vertical pass now
-                fid = self._by_digest[key] = len(self.gray) + len(thumbs)
+                fid = self._by_digest[key] = len(self._gray) + len(thumbs)
                 crop = np.ascontiguousarray(a[int(h * cfg.crop_top):])
                 size = self._thumb_size(crop.shape)
                 rk = self._row_keys(crop, size)
-                thumbs.append(self._plan(crop, size, rk))
+                thumbs.append(self._plan(crop, size, rk, lazy=self.lazy))
                 if not cfg.keep_aspect:  # UI-Voyager: the gray hash grid of the cropped screen
                     ck = None if rk is None else _coarse_keys(rk, crop.shape[0], size[1], hs[1])
                     hashes.append(self._plan(crop, hs, ck))
             ids.append(fid)
-        grays = self._finish(thumbs)
+        if self.lazy:  # pooled thumbnails stay unassembled until read (`thumbnail`, `pixels`)
+            whole = iter(self._finish([j for j in thumbs if j.pool is None]))
+            grays = [next(whole) if j.pool is None else None for j in thumbs]
+        else:
+            grays = self._finish(thumbs)
         if cfg.keep_aspect:  # the hash grid of the thumbnail with the masks zeroed
             smalls = [resize_area(np.where(self.static_mask(g.shape), 0, g).astype(np.uint8), hs)
                       for g in grays]
         else:
             smalls = self._finish(hashes)
         for g, small, job in zip(grays, smalls, thumbs, strict=True):
-            fid = len(self.gray)
-            self.rows.append(None if job.pool is None else (job.pool, np.array(job.slots, np.int64)))
-            self.gray.append(g)
+            fid = len(self._gray)
+            slots = None if job.pool is None else np.array(job.slots, np.int64)
+            self.rows.append(None if job.pool is None else (job.pool, slots))
+            self._gray.append(g)
+            self.shape.append((job.size[1], job.size[0]))
             self.small.append(small)
             self.bits.append((small >= small.mean()).ravel())
-            tkey = _digest(g) + np.array(g.shape, np.int64).tobytes()
+            if g is None:  # same rows, same thumbnail (equal thumbnails from different rows score 1 by SSIM)
+                tkey = b"r" + np.array([id(job.pool)], np.int64).tobytes() + slots.tobytes()
+            else:
+                tkey = _digest(g) + np.array(g.shape, np.int64).tobytes()
             self.thumb.append(self._by_thumb.setdefault(tkey, fid))
         return ids
 
@@ -691,14 +725,16 @@ class _Screens:
             return None
         return _band_keys(memoryview(crop).cast("B"), _byte_spans(crop.strides[0], h, size[1]))
 
-    def _plan(self, crop: np.ndarray, size: tuple[int, int], keys: Sequence[Any] | None) -> _Rows:
+    def _plan(self, crop: np.ndarray, size: tuple[int, int], keys: Sequence[Any] | None,
+              lazy: bool = False) -> _Rows:
         """UI-Voyager's phi, `rgb_to_gray(resize_area(crop, size))`, with each distinct output row computed
         once. An INTER_AREA output row depends only on the source rows of its band (`area_bands`), so a row
         whose band was seen before at the same place (the unchanged bulk of consecutive steps and of sibling
         rollouts) is copied. keys: per output row, a key determined by its source band (None: compute the
         crop whole). New rows get slots in the row pool and are computed now, while the screen is in the CPU
         cache, except the horizontal pass of the float path, which rows of one shape share (`_flush`, in
-        chunks of `_CHUNK` rows); `_finish` assembles the thumbnails."""
+        chunks of `_CHUNK` rows); `_finish` assembles the thumbnails. `lazy` (float path): the new rows are
+        only planned, and computed when first read (`_ensure`)."""
         job = _Rows(crop, size)
         x = job.x
         h, w, c = x.shape
@@ -716,6 +752,9 @@ class _Screens:
         job.dest = [pool.reserve(keys[d]) for d in job.need]
         for d, slot in zip(job.need, job.dest, strict=True):
             idx[d] = slot
+        if lazy and not (h % size[1] == 0 and w % size[0] == 0):
+            pool.src.update((slot, (job, d)) for d, slot in zip(job.need, job.dest, strict=True))
+            return job
         need = np.array(job.need, np.intp)
         if h % size[1] == 0 and w % size[0] == 0:  # cv2's integer-ratio path
             pool.put(job.dest, _gray(_resize_area_down(x, size[0], size[1], need)))
@@ -757,6 +796,48 @@ class _Screens:
         for key in list(self._pending):
             self._flush(key)
         return [job.whole if job.pool is None else job.pool.take(job.slots) for job in jobs]
+
+    def _ensure(self, pool: _RowPool, slots: np.ndarray) -> None:
+        """Compute the lazily planned rows among `slots`, all together."""
+        if not pool.src:
+            return
+        todo = [sl for sl in dict.fromkeys(slots.tolist()) if sl in pool.src]
+        if not todo:
+            return
+        by_job: dict[int, tuple[_Rows, list[int], list[int]]] = {}
+        for sl in todo:
+            job, d = pool.src.pop(sl)
+            entry = by_job.setdefault(id(job), (job, [], []))
+            entry[1].append(d)
+            entry[2].append(sl)
+        jobs = list(by_job.values())
+        x0 = jobs[0][0].x
+        h, w, c = x0.shape
+        width, height = jobs[0][0].size
+        for i in range(0, len(jobs), 8):
+            part = jobs[i:i + 8]
+            rows = _area_down_many([j.x for j, _, _ in part], width, height,
+                                   [np.array(ds, np.intp) for _, ds, _ in part], gray=True)
+            for (_, _, sls), r in zip(part, rows, strict=True):
+                pool.put(sls, r)
+
+    def thumbnail(self, fid: int) -> np.ndarray:
+        """A frame's gray thumbnail (its rows computed now if they were only planned)."""
+        g = self._gray[fid]
+        if g is None:
+            pool, slots = self.rows[fid]
+            self._ensure(pool, slots)
+            g = self._gray[fid] = pool.take(slots)
+        return g
+
+    def pixels(self, fid: int, r0: int, r1: int) -> np.ndarray:
+        """Rows r0:r1 of a frame's gray thumbnail."""
+        g = self._gray[fid]
+        if g is not None:
+            return g[r0:r1]
+        pool, slots = self.rows[fid]
+        self._ensure(pool, slots[r0:r1])
+        return pool.data[slots[r0:r1]]
 
     def keep_index(self, shape: tuple[int, int], overlays: bool = False) -> np.ndarray:
         """Flat indices of the pixels (of a thumbnail or hash grid) outside the static masks, and with
@@ -823,7 +904,7 @@ class _Screens:
         pool = self.rows[fid][0]
         ws = self._window_stats.get(id(pool))
         if ws is None:
-            ws = self._window_stats[id(pool)] = _WindowStats(self.gray[fid].shape, self.cfg.win_size)
+            ws = self._window_stats[id(pool)] = _WindowStats(self.shape[fid], self.cfg.win_size)
         return ws
 
 
@@ -840,8 +921,9 @@ class _WindowStats:
         self.q = np.empty((256, ww), self.wide)
         self.have = np.zeros(256, bool)
 
-    def rows(self, gray: np.ndarray, wids: np.ndarray, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
-        """S and Q of window rows r0:r1 of a thumbnail whose window ids are `wids`."""
+    def rows(self, pix: np.ndarray, wids: np.ndarray, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        """S and Q of window rows r0:r1 of a thumbnail whose window ids are `wids` and whose pixel rows
+        r0:r1 + k - 1 are `pix`."""
         ids = wids[r0:r1]
         top = int(ids.max()) + 1
         if top > len(self.have):
@@ -855,8 +937,8 @@ class _WindowStats:
         if miss.size:
             k = self.k
             for run in np.split(miss, np.flatnonzero(np.diff(miss) > 1) + 1):
-                a, b = r0 + int(run[0]), r0 + int(run[-1]) + 1
-                g = gray[a:b + k - 1]
+                a, b = int(run[0]), int(run[-1]) + 1
+                g = pix[a:b + k - 1]
                 s = _box(g, k, self.s.dtype)
                 q = _box(np.multiply(g, g, dtype=np.uint16), k, self.wide)
                 q *= self.n
@@ -978,7 +1060,7 @@ class _SSIM:
         wa, wb = scr.windows(fa), scr.windows(fb)
         if wa is None or wb is None or scr.rows[fa][0] is not scr.rows[fb][0]:  # not rows of one pool
             return self.score_stats(scr.stats(fa), scr.stats(fb), regions, floor)
-        valid, total = self._valid(scr.gray[fa].shape, regions)
+        valid, total = self._valid(scr.shape[fa], regions)
         if total == 0:
             return 1.0
         rows = np.flatnonzero(wa != wb)  # other window rows show equal pixels: SSIM exactly 1
@@ -993,23 +1075,28 @@ class _SSIM:
         todo = np.flatnonzero(miss)  # indices into rows
         if not todo.size:
             return float(1.0 - deficit / total)
-        xa, xb, k = scr.gray[fa], scr.gray[fb], self.k
+        k = self.k
+        ww = scr.shape[fa][1] - k + 1
         ws = scr.window_stats(fa)
+        pool = scr.rows[fa][0]
+        if pool.src:  # the thumbnail rows under every window row to score, computed together
+            under = np.unique(rows[todo][:, None] + np.arange(k))
+            scr._ensure(pool, np.concatenate([scr.rows[fa][1][under], scr.rows[fb][1][under]]))
         band = len(todo) if floor is None else _FrameStats.BAND
         runs = np.split(todo, np.flatnonzero(np.diff(rows[todo]) > 1) + 1)
         for run in runs:
             for i in range(0, len(run), band):
                 part = run[i:i + band]
                 r0, r1 = int(rows[part[0]]), int(rows[part[-1]]) + 1
-                d = xa[r0:r1 + k - 1] != xb[r0:r1 + k - 1]
-                cols = np.flatnonzero(d.any(axis=0))
+                pa, pb = scr.pixels(fa, r0, r1 + k - 1), scr.pixels(fb, r0, r1 + k - 1)
+                cols = np.flatnonzero((pa != pb).any(axis=0))
                 if not cols.size:  # equal pixels after all (different rows, same content)
                     memo.update(zip(keys[part].tolist(), itertools.repeat(0.0)))
                     continue
-                c0, c1 = max(0, int(cols[0]) - k + 1), min(xa.shape[1] - k + 1, int(cols[-1]) + 1)
-                sa, qa = ws.rows(xa, wa, r0, r1)
-                sb, qb = ws.rows(xb, wb, r0, r1)
-                m = self._map(xa[r0:r1 + k - 1], xb[r0:r1 + k - 1], sa, sb, qa, qb, c0, c1)
+                c0, c1 = max(0, int(cols[0]) - k + 1), min(ww, int(cols[-1]) + 1)
+                sa, qa = ws.rows(pa, wa, r0, r1)
+                sb, qb = ws.rows(pb, wb, r0, r1)
+                m = self._map(pa, pb, sa, sb, qa, qb, c0, c1)
                 if valid is None:
                     row_def = (c1 - c0) - m.sum(axis=1, dtype=np.float64)
                 else:

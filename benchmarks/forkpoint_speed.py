@@ -139,21 +139,27 @@ def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float]:
 
 
 def ours_group(grp, cfg: ForkConfig) -> tuple[list, float]:
-    """group_forks, and the CPU seconds it spent inside `_Screens.add_many` (thumbnails and hashes)."""
+    """group_forks, and the CPU seconds it spent on thumbnails and hashes: inside `_Screens.add_many`
+    (deduplication, hash grids, planning thumbnail rows) and `_Screens._ensure` (thumbnail rows computed when
+    a comparison first reads them)."""
     spent = [0.0]
-    add_many = _Screens.add_many
+    originals = {name: getattr(_Screens, name) for name in ("add_many", "_ensure")}
 
-    def timed_add(self, *args):
-        c = time.process_time()
-        try:
-            return add_many(self, *args)
-        finally:
-            spent[0] += time.process_time() - c
-    _Screens.add_many = timed_add
+    def timing(fn):
+        def run(self, *args):
+            c = time.process_time()
+            try:
+                return fn(self, *args)
+            finally:
+                spent[0] += time.process_time() - c
+        return run
+    for name, fn in originals.items():
+        setattr(_Screens, name, timing(fn))
     try:
         return group_forks(grp, cfg), spent[0]
     finally:
-        _Screens.add_many = add_many
+        for name, fn in originals.items():
+            setattr(_Screens, name, fn)
 
 
 def timed(fn, *args):

@@ -810,16 +810,18 @@ class _Screens:
             entry = by_job.setdefault(id(job), (job, [], []))
             entry[1].append(d)
             entry[2].append(sl)
-        jobs = list(by_job.values())
-        x0 = jobs[0][0].x
-        h, w, c = x0.shape
-        width, height = jobs[0][0].size
-        for i in range(0, len(jobs), 8):
-            part = jobs[i:i + 8]
-            rows = _area_down_many([j.x for j, _, _ in part], width, height,
-                                   [np.array(ds, np.intp) for _, ds, _ in part], gray=True)
-            for (_, _, sls), r in zip(part, rows, strict=True):
-                pool.put(sls, r)
+        width, height = next(iter(by_job.values()))[0].size
+        pieces = [(job, ds[i:i + _CHUNK], sls[i:i + _CHUNK]) for job, ds, sls in by_job.values()
+                  for i in range(0, len(ds), _CHUNK)]
+        part: list[tuple[_Rows, list[int], list[int]]] = []
+        for k, piece in enumerate(pieces):  # about _CHUNK rows per call
+            part.append(piece)
+            if k == len(pieces) - 1 or sum(len(p[1]) for p in part) + len(pieces[k + 1][1]) > _CHUNK:
+                rows = _area_down_many([j.x for j, _, _ in part], width, height,
+                                       [np.array(ds, np.intp) for _, ds, _ in part], gray=True)
+                for (_, _, sls), r in zip(part, rows, strict=True):
+                    pool.put(sls, r)
+                part = []
 
     def thumbnail(self, fid: int) -> np.ndarray:
         """A frame's gray thumbnail (its rows computed now if they were only planned)."""

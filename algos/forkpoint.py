@@ -191,11 +191,11 @@ def _area_rows(x: np.ndarray, ssize: int, dsize: int, sel: np.ndarray | None = N
 def _area_down_many(xs: Sequence[np.ndarray], width: int, height: int, sels: Sequence[np.ndarray],
                     gray: bool = False, v: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
     """Output rows sels[i] of cv2 INTER_AREA downscales of images xs[i] (all (H, W, C) uint8 of one shape, at
-    least one axis a non-integer ratio), as uint8 (len(sels[i]), width, C) arrays, or with `gray` (C = 3)
-    their `rgb_to_gray` (len(sels[i]), width). A fast pass in float32 (vertical, then horizontal as rows of
-    the transposed image: a different order from cv2's), then the pixels whose value lies near a rounding
-    tie are recomputed in cv2's own order: off the ties both orders round the same way. Rows of several
-    images share the horizontal pass. `v`: their vertical passes (`_area_rows`), if already done."""
+    least one axis a non-integer ratio), as uint8 (len(sels[i]), width, C) arrays, or with `gray` their
+    `rgb_to_gray` (len(sels[i]), width) (C = 1: the one channel). A fast pass in float32 (vertical, then
+    horizontal as rows of the transposed image: a different order from cv2's), then the pixels whose value
+    lies near a rounding tie are recomputed in cv2's own order: off the ties both orders round the same way.
+    Rows of several images share the horizontal pass. `v`: their vertical passes (`_area_rows`), if done."""
     h, w, c = xs[0].shape
     if v is None:
         v = [_area_rows(x.reshape(h, w * c), h, height, sel=s) for x, s in zip(xs, sels, strict=True)]
@@ -236,6 +236,8 @@ def _area_down_many(xs: Sequence[np.ndarray], width: int, height: int, sels: Seq
         g += 16384
         g *= np.float32(1 / 32768)
         res = np.floor(g, out=g).astype(np.uint8).T  # (row, x)
+    elif gray:  # one channel: already gray
+        res = r[:, 0].astype(np.uint8).T
     else:
         res = r.astype(np.uint8).transpose(2, 0, 1)  # (row, x, channel)
     return [np.ascontiguousarray(res[offs[i]:offs[i + 1]]) for i in range(len(xs))]

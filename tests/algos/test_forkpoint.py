@@ -266,6 +266,23 @@ def test_ssim_matches_skimage():
             assert (bound >= ref - 1e-6 and bound < 0.95) if ref < 0.95 else abs(bound - ref) < 1e-6
 
 
+def test_gray_screens_get_the_direct_thumbnails():
+    """Gray (H, W) screens take the same shared-row path (one channel, no colour conversion)."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (1200, 540), dtype=np.uint8)
+    b = a.copy()
+    b[500:520] = 0
+    scr = _Screens(FAITHFUL, 480)
+    ids = scr.add_many([a, b], ["a", "b"])
+    for f, fid in zip((a, b), ids, strict=True):
+        crop = f[int(1200 * FAITHFUL.crop_top):]
+        assert np.array_equal(scr.gray[fid], resize_area(crop, FAITHFUL.thumb_size))
+        assert np.array_equal(scr.small[fid], resize_area(crop, (16, 16)))
+    ga, gb = (scr.gray[i].astype(float) for i in ids)
+    ref = structural_similarity(ga, gb, data_range=255.0)
+    assert abs(_SSIM(scr).score(ids[0], ids[1]) - ref) < 1e-6
+
+
 def test_shared_row_ssim_matches_skimage_and_reuses_window_rows():
     """Thumbnails built from shared rows are scored a window row at a time, with each pair of window rows'
     deficit kept: scores (exact, with a floor, repeated, on near-duplicates sharing most window rows, with

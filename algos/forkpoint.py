@@ -618,7 +618,6 @@ class _Screens:
     def __init__(self, cfg: ForkConfig, width: int):
         self.cfg = cfg
         self.width = width  # thumbnail width (robust: the narrowest screen's, if below thumb_size[0])
-        self.n = cfg.win_size * cfg.win_size
         self._by_digest: dict[bytes, int] = {}
         self._by_thumb: dict[bytes, int] = {}
         self._gray: list[np.ndarray | None] = []  # uint8 thumbnails (None: not assembled yet)
@@ -754,12 +753,12 @@ class _Screens:
         job.dest = [pool.reserve(keys[d]) for d in job.need]
         for d, slot in zip(job.need, job.dest, strict=True):
             idx[d] = slot
-        if lazy and not (h % size[1] == 0 and w % size[0] == 0):
-            pool.src.update((slot, (job, d)) for d, slot in zip(job.need, job.dest, strict=True))
-            return job
         need = np.array(job.need, np.intp)
         if h % size[1] == 0 and w % size[0] == 0:  # cv2's integer-ratio path
             pool.put(job.dest, _gray(_resize_area_down(x, size[0], size[1], need)))
+            return job
+        if lazy:
+            pool.src.update((slot, (job, d)) for d, slot in zip(job.need, job.dest, strict=True))
             return job
         x2 = x.reshape(h, w * c)  # the vertical pass, in pieces whose temporaries stay in the CPU cache
         job.v = np.concatenate([_area_rows(x2, h, size[1], sel=need[i:i + _CHUNK])
@@ -772,26 +771,28 @@ class _Screens:
         return job
 
     def _flush(self, key: tuple) -> None:
-        """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray; about
-        `_CHUNK` rows at a time (a job's rows may be split between calls)."""
+        """Finish the pending float-path rows of one (crop shape, size): horizontal pass, ties, gray."""
         batch = self._pending.pop(key, [])
-        width, height = key[1]
-        parts: list[tuple[_Rows, int, int]] = []  # (job, first, last) of its rows to compute
-        count = 0
-        for i, job in enumerate(batch):
-            for j in range(0, len(job.need), _CHUNK):
-                parts.append((job, j, min(len(job.need), j + _CHUNK)))
-                count += parts[-1][2] - j
-                last = i == len(batch) - 1 and parts[-1][2] == len(job.need)
-                if count >= _CHUNK or last:
-                    sels = [np.array(p[0].need[p[1]:p[2]], np.intp) for p in parts]
-                    rows = _area_down_many([p[0].x for p in parts], width, height, sels, gray=True,
-                                           v=[p[0].v[p[1]:p[2]] for p in parts])
-                    for (jb, lo, hi), r in zip(parts, rows, strict=True):
-                        jb.pool.put(jb.dest[lo:hi], _gray(r))
-                    parts, count = [], 0
+        self._compute([(job, job.need[i:i + _CHUNK], job.dest[i:i + _CHUNK], job.v[i:i + _CHUNK])
+                       for job in batch for i in range(0, len(job.need), _CHUNK)], *key[1])
         for job in batch:
             job.v = None
+
+    @staticmethod
+    def _compute(pieces: list[tuple[_Rows, list[int], list[int], np.ndarray | None]], width: int,
+                 height: int) -> None:
+        """Compute thumbnail rows into their pools, about `_CHUNK` rows per call; a piece is (job, output
+        rows, their pool slots, their vertical pass or None)."""
+        part: list[tuple] = []
+        for k, piece in enumerate(pieces):
+            part.append(piece)
+            if k == len(pieces) - 1 or sum(len(p[1]) for p in part) + len(pieces[k + 1][1]) > _CHUNK:
+                rows = _area_down_many([p[0].x for p in part], width, height,
+                                       [np.array(p[1], np.intp) for p in part], gray=True,
+                                       v=None if piece[3] is None else [p[3] for p in part])
+                for p, r in zip(part, rows, strict=True):
+                    p[0].pool.put(p[2], r)
+                part = []
 
     def _finish(self, jobs: list[_Rows]) -> list[np.ndarray]:
         """The gray thumbnails of planned jobs."""
@@ -812,18 +813,8 @@ class _Screens:
             entry = by_job.setdefault(id(job), (job, [], []))
             entry[1].append(d)
             entry[2].append(sl)
-        width, height = next(iter(by_job.values()))[0].size
-        pieces = [(job, ds[i:i + _CHUNK], sls[i:i + _CHUNK]) for job, ds, sls in by_job.values()
-                  for i in range(0, len(ds), _CHUNK)]
-        part: list[tuple[_Rows, list[int], list[int]]] = []
-        for k, piece in enumerate(pieces):  # about _CHUNK rows per call
-            part.append(piece)
-            if k == len(pieces) - 1 or sum(len(p[1]) for p in part) + len(pieces[k + 1][1]) > _CHUNK:
-                rows = _area_down_many([j.x for j, _, _ in part], width, height,
-                                       [np.array(ds, np.intp) for _, ds, _ in part], gray=True)
-                for (_, _, sls), r in zip(part, rows, strict=True):
-                    pool.put(sls, r)
-                part = []
+        self._compute([(job, ds[i:i + _CHUNK], sls[i:i + _CHUNK], None) for job, ds, sls in by_job.values()
+                       for i in range(0, len(ds), _CHUNK)], *next(iter(by_job.values()))[0].size)
 
     def thumbnail(self, fid: int) -> np.ndarray:
         """A frame's gray thumbnail (its rows computed now if they were only planned)."""
@@ -918,10 +909,9 @@ class _WindowStats:
 
     def __init__(self, shape: tuple[int, int], k: int):
         self.k = k
-        self.n = k * k
-        self.wide = np.int32 if k <= 7 else np.int64
+        s_type, self.wide = _term_types(k)
         ww = shape[1] - k + 1
-        self.s = np.empty((256, ww), np.uint16 if k * k * 255 < 2**16 else self.wide)
+        self.s = np.empty((256, ww), s_type)
         self.q = np.empty((256, ww), self.wide)
         self.have = np.zeros(256, bool)
 
@@ -940,17 +930,9 @@ class _WindowStats:
         miss = np.flatnonzero(~self.have[ids])
         if miss.size:
             k = self.k
-            for run in np.split(miss, np.flatnonzero(np.diff(miss) > 1) + 1):
-                a, b = int(run[0]), int(run[-1]) + 1
-                g = pix[a:b + k - 1]
-                s = _box(g, k, self.s.dtype)
-                q = _box(np.multiply(g, g, dtype=np.uint16), k, self.wide)
-                q *= self.n
-                s2 = s.astype(self.wide)
-                s2 *= s2
-                q -= s2
-                self.s[ids[run]] = s
-                self.q[ids[run]] = q
+            for run in _runs(miss):
+                g = pix[int(run[0]):int(run[-1]) + k]
+                self.s[ids[run]], self.q[ids[run]] = _window_terms(g, k, self.s.dtype, self.wide)
                 self.have[ids[run]] = True
         return self.s[ids], self.q[ids]
 
@@ -964,10 +946,10 @@ class _FrameStats:
     BAND = 48
 
     def __init__(self, gray: np.ndarray, k: int):
-        self.gray, self.k, self.n = gray, k, k * k
+        self.gray, self.k = gray, k
         hw, ww = gray.shape[0] - k + 1, gray.shape[1] - k + 1
-        self.wide = np.int32 if k <= 7 else np.int64  # S^2 <= (k^2 * 255)^2 must fit
-        self.s = np.empty((hw, ww), np.uint16 if k * k * 255 < 2**16 else self.wide)
+        s_type, self.wide = _term_types(k)
+        self.s = np.empty((hw, ww), s_type)
         self.q = np.empty((hw, ww), self.wide)
         self.done = np.zeros(-(-hw // self.BAND), bool)
 
@@ -977,17 +959,34 @@ class _FrameStats:
         todo = np.flatnonzero(~self.done[b0:b1]) + b0
         if not todo.size:
             return
-        for run in np.split(todo, np.flatnonzero(np.diff(todo) > 1) + 1):  # consecutive bands at once
+        for run in _runs(todo):  # consecutive bands at once
             lo, hi = run[0] * self.BAND, min(len(self.s), (run[-1] + 1) * self.BAND)
-            g = self.gray[lo:hi + self.k - 1]
-            s = self.s[lo:hi] = _box(g, self.k, self.s.dtype)
-            q = _box(np.multiply(g, g, dtype=np.uint16), self.k, self.wide)
-            q *= self.n
-            s2 = s.astype(self.wide)
-            s2 *= s2
-            q -= s2
-            self.q[lo:hi] = q
+            self.s[lo:hi], self.q[lo:hi] = _window_terms(self.gray[lo:hi + self.k - 1], self.k, self.s.dtype,
+                                                         self.wide)
             self.done[run] = True
+
+
+def _runs(a: np.ndarray) -> list[np.ndarray]:
+    """Sorted integers a split into runs of consecutive values."""
+    return np.split(a, np.flatnonzero(np.diff(a) > 1) + 1)
+
+
+def _term_types(k: int) -> tuple[Any, Any]:
+    """Integer types of the window sums S (uint16 while k^2 * 255 fits) and of Q and the products (int32 up to
+    7x7 windows: S^2 <= (k^2 * 255)^2 must fit; int64 beyond)."""
+    wide = np.int32 if k <= 7 else np.int64
+    return (np.uint16 if k * k * 255 < 2**16 else wide), wide
+
+
+def _window_terms(g: np.ndarray, k: int, s_type: Any, wide: Any) -> tuple[np.ndarray, np.ndarray]:
+    """S and Q = k^2 * sum(x^2) - S^2 of the k x k windows of uint8 pixel rows g, as exact integers."""
+    s = _box(g, k, s_type)
+    q = _box(np.multiply(g, g, dtype=np.uint16), k, wide)
+    q *= k * k
+    s2 = s.astype(wide)
+    s2 *= s2
+    q -= s2
+    return s, q
 
 
 def _run_sums(x: np.ndarray, k: int, axis: int) -> np.ndarray:

@@ -180,7 +180,7 @@ def main() -> None:
     tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_wall", "ref_phi"), 0.0)
     ratios = []
     identical = True
-    n_steps = n_forks = 0
+    n_steps = 0
     size = f"{round(1080 * args.scale)}x{round(2400 * args.scale)}"
     print(f"forkpoint speed, faithful mode, screenshots {size}, noise 'default'; CPU ms per group "
           "(phi = thumbnails + hashes, match = the rest)")
@@ -211,7 +211,6 @@ def main() -> None:
                         ("ref_phi", rphi)):
             tot[name] += v
         n_steps += steps
-        n_forks += len(a)
         om, rm = oc - ophi, rc - rphi
         ratios.append(rc / oc)
         print(f"{grp.group_id:30s} {steps:5d} {len(a):5d} {oc * 1e3:6.0f} {ophi * 1e3:5.0f} {om * 1e3:5.0f} "

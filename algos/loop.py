@@ -36,6 +36,7 @@ class Algorithm(abc.ABC):
     """One training algorithm: an update from groups of rollouts, plus state it carries across iterations."""
 
     name: str = "algo"
+    needs_pixels: bool = False  # whether rollouts must carry screenshots (GRSD compares screens)
 
     def __init__(self, cfg: LoopConfig):
         self.cfg = cfg

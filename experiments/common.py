@@ -13,42 +13,56 @@ from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import seed_everything
+from experiments.config import ALGORITHMS
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
 BASE_VERSION = 2  # bump when the base-policy recipe changes, so caches are rebuilt
 
 
-def resolve_tasks(spec: str, backend: str = "simdroid") -> list[str]:
-    """Task names: `all` (SimDroid's tasks) or a comma list, checked against SimDroid's registry (on the real
-    AndroidWorld the env checks them against its own registry at reset)."""
+def resolve_tasks(spec: list[str], backend: str = "simdroid") -> list[str]:
+    """Task names: `[all]` (SimDroid's tasks) or a list of names, checked against SimDroid's registry (on the
+    real AndroidWorld the env checks them against its own registry at reset). An unknown name is a SystemExit
+    that suggests the closest task."""
     from voyager_gym.backends.sim.backend import unknown_task_error
     from voyager_gym.backends.sim.tasks import TASKS
 
-    if backend == "androidworld" and spec not in ("all", ""):
-        return [t.strip() for t in spec.split(",") if t.strip()]
-    if spec in ("all", ""):
+    names = [t.strip() for t in spec if t.strip()]
+    if names in ([], ["all"]):
         return sorted(TASKS)
-    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if backend == "androidworld":
+        return names
     for t in names:
         if t not in TASKS:
-            raise unknown_task_error(t, list(TASKS))
+            raise SystemExit(f"tasks: {unknown_task_error(t, list(TASKS)).args[0]}")
     return names
 
 
+def policy_reads_pixels(cfg: Any) -> bool:
+    """Whether the configured policy reads screenshots (a vision-language model does), without building it."""
+    p = cfg.policy
+    if p.name != "hf":
+        return False
+    if p.hf_model in ("tiny-lm", "tiny-vlm") and not p.path:
+        return p.hf_model == "tiny-vlm"
+    from transformers import AutoConfig
+
+    return getattr(AutoConfig.from_pretrained(p.path or p.hf_model), "vision_config", None) is not None
+
+
 def make_envs(cfg: Any, pixels: bool = False) -> Any:
-    """The vector env of a run; `pixels` asks for screenshots (at `pixel_scale` when render_scale is 0), for
-    algorithms that compare screens (GRSD). `env.backend` / `env.workers` choose SimDroid or AndroidWorld,
-    local or on Ray actors."""
+    """The vector env of a run. Screenshots are rendered as `env.screenshots` says: with `auto`, when `pixels`
+    (the algorithm compares screens, as GRSD does) or the policy reads them. `env.backend` / `env.workers`
+    choose SimDroid or AndroidWorld, local or on Ray actors."""
     e = cfg.env
-    if e.backend not in ("simdroid", "androidworld"):
-        raise SystemExit(f"env.backend={e.backend!r}: expected simdroid or androidworld")
-    scale = cfg.render_scale if cfg.render_scale > 0 else (cfg.pixel_scale if pixels else 0.0)
+    scale = e.scale(pixels or policy_reads_pixels(cfg))
+    if pixels and scale == 0:
+        raise SystemExit("env.screenshots=never, but this algorithm compares screenshots: use auto or always")
     if e.backend == "androidworld":  # real screens always carry pixels; the scale only shrinks them
         kwargs: dict[str, Any] = {"render_scale": scale or 1.0, "transition_pause": e.transition_pause}
         env_id = "voyager_gym/AndroidWorld-v0"
     else:
-        kwargs = {"observation_mode": "full" if scale > 0 else "elements", "noise": cfg.noise}
+        kwargs = {"observation_mode": "full" if scale > 0 else "elements", "noise": e.noise}
         if scale > 0:
             kwargs["render_scale"] = scale
         env_id = "voyager_gym/SimDroid-v0"
@@ -57,16 +71,13 @@ def make_envs(cfg: Any, pixels: bool = False) -> Any:
         if e.ray_address:
             ray_kwargs["address"] = e.ray_address
         if e.actor_resources:
-            ray_kwargs["resources"] = {k: float(v) for k, v in
-                                       (kv.split("=", 1) for kv in e.actor_resources.split(","))}
+            ray_kwargs["resources"] = dict(e.actor_resources)
         return make_vec(e.workers, "ray", **ray_kwargs, **kwargs)
     if e.backend == "androidworld":
         from voyager_gym.backends.androidworld import make_androidworld_vec
 
-        ports = [int(p) for p in e.console_ports.split(",") if p.strip()]
-        grpc = [int(p) for p in e.grpc_ports.split(",") if p.strip()] or None
-        return make_androidworld_vec(ports, grpc, cfg.vector, **kwargs)
-    return make_vec(cfg.num_envs, cfg.vector, **kwargs)
+        return make_androidworld_vec(list(e.console_ports), list(e.grpc_ports) or None, e.vector, **kwargs)
+    return make_vec(e.num_envs, e.vector, **kwargs)
 
 
 def suite_backend(cfg: Any) -> Any:
@@ -77,25 +88,44 @@ def suite_backend(cfg: Any) -> Any:
 
 
 def new_policy(cfg: Any) -> Policy:
-    if cfg.policy == "small":
+    """A fresh trainable policy as `policy.*` configures it (small, or hf from `policy.hf_model`)."""
+    p = cfg.policy
+    if p.name == "small":
         from algos.policies.small import SmallPolicy
 
         return SmallPolicy(seed=cfg.seed)
-    if cfg.policy == "hf":
+    if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
-        if cfg.hf_model in ("tiny-lm", "tiny-vlm"):
+        if p.hf_model in ("tiny-lm", "tiny-vlm"):
             from algos.policies import tiny
 
             tok = tiny.build_tiny_tokenizer()
-            if cfg.hf_model == "tiny-lm":
-                return HFPolicy(
-                    model=tiny.build_tiny_causal_lm(tok, seed=cfg.seed), processor=tok, seed=cfg.seed
-                )
+            if p.hf_model == "tiny-lm":
+                lm = tiny.build_tiny_causal_lm(tok, seed=cfg.seed)
+                return HFPolicy(model=lm, processor=tok, seed=cfg.seed)
             model, proc = tiny.build_tiny_vlm(tok, seed=cfg.seed)
             return HFPolicy(model=model, processor=proc, seed=cfg.seed)
-        return HFPolicy.from_pretrained(cfg.hf_model)
-    raise ValueError(f"unknown policy {cfg.policy!r}; expected small or hf")
+        return HFPolicy.from_pretrained(p.hf_model)
+    raise SystemExit(f"policy={p.name!r} cannot be trained; expected small or hf")
+
+
+def saved_policy_dir(path: str | Path) -> Path:
+    """A saved policy's folder: `path` itself, or a run folder's latest checkpoint's policy."""
+    path = Path(path)
+    if (path / "checkpoint.json").exists():
+        ptr = json.loads((path / "checkpoint.json").read_text())
+        return path / "checkpoints" / ptr["path"] / "policy"
+    if not path.is_dir():
+        raise SystemExit(f"policy.path={str(path)!r}: expected a saved policy folder or a run folder")
+    return path
+
+
+def load_saved_policy(cfg: Any) -> Policy:
+    """The policy saved at `policy.path` (a policy or run folder), of kind `policy.name`."""
+    from algos.policies.base import load_policy
+
+    return load_policy(cfg.policy.name, saved_policy_dir(cfg.policy.path))
 
 
 def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
@@ -127,20 +157,25 @@ def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
 def base_key(cfg: Any, tasks: list[str]) -> str:
     spec = {
         "v": BASE_VERSION,
-        "policy": cfg.policy,
-        "hf_model": cfg.hf_model,
+        "policy": cfg.policy.name,
+        "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,
-        "render_scale": cfg.render_scale,
-        "noise": cfg.noise,
+        "render_scale": cfg.env.scale(policy_reads_pixels(cfg)),  # the demonstrations' observations
+        "noise": cfg.env.noise,
         "seed": cfg.seed,
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def base_path(cfg: Any, tasks: list[str]) -> Path:
+    """Where the base policy of this recipe is cached."""
+    return Path(cfg.cache_dir) / f"base-{cfg.policy.name}-{base_key(cfg, tasks)}"
+
+
 def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
     """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed)."""
-    path = Path(cfg.cache_dir) / f"base-{cfg.policy}-{base_key(cfg, tasks)}"
+    path = base_path(cfg, tasks)
     policy = new_policy(cfg)
     if cfg.env.backend == "androidworld":  # no experts on real phones: the loaded model is the base
         print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
@@ -163,14 +198,6 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
 
 
 # -- algorithms -------------------------------------------------------------------------------------------
-ALGORITHMS = {  # name -> (module, class); the config section of the same name configures it
-    "rft": ("algos.rft", "RFT"),
-    "grsd": ("algos.grsd", "GRSD"),
-    "grpo": ("algos.grpo", "GRPO"),
-    "ppo": ("algos.ppo", "PPO"),
-}
-
-
 def make_algorithm(cfg: Any, name: str | None = None) -> Any:
     """The `Algorithm` for `name` (default cfg.algo), configured by the config section of the same name."""
     import importlib
@@ -178,7 +205,7 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
     name = name or cfg.algo
     if name not in ALGORITHMS:
         raise SystemExit(f"unknown algo {name!r}; expected one of {', '.join(ALGORITHMS)}")
-    module, cls = ALGORITHMS[name]
+    module, cls = ALGORITHMS[name].rsplit(".", 1)
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as e:
@@ -197,7 +224,7 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
     from algos.loop import train_loop
     from algos.run import Run
 
-    path = Path(cfg.cache_dir) / f"rft-{cfg.policy}-{rft_key(cfg, tasks)}"
+    path = Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
     run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
     try:
         if not (path / "done").exists():

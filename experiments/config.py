@@ -1,9 +1,26 @@
-"""Typed run configuration with `key=value` overrides (`rft.iterations=3`, `policy=hf`), checked by OmegaConf:
-an unknown key or a value of the wrong type is an error that names it."""
+"""One typed configuration for every entry point, composed from the same parts, with `key=value` overrides.
+
+Parts: the run (seed, folders, logging), the suite (tasks, held-out instances), `env.*` (where episodes run),
+`policy.*` (which policy), `base.*` (the BC base policy) and one section per algorithm (`rft.*`, `grsd.*`,
+`grpo.*`, `ppo.*`). train, pretrain, evaluate and compare each take the parts they use, so a key means the
+same thing everywhere. Overrides are checked by OmegaConf: an unknown key, a value of the wrong type or a
+choice outside its options is an error that names the key, the value and what is allowed. Lists take either
+form (`tasks=[A,B]` or `tasks=A,B`), maps `k=v,k2=v2` or `{k: v}`; a section with a `name` can be picked by
+its name (`policy=hf` is `policy.name=hf`). `preset=NAME` applies a named set of overrides first (the user's
+own overrides win). `--help` lists every key with its type, default and meaning, read from this file's and
+the algorithm modules' field comments, so it cannot drift from the code.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
+import io
+import sys
+import tokenize
+import typing
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -14,7 +31,27 @@ from algos.grsd import GRSDConfig
 from algos.ppo import PPOConfig
 from algos.rft import RFTConfig
 
+# Trainable by train.py (compare.py adds sb3-ppo): name -> class; the config section of that name sets it
+ALGORITHMS = {
+    "rft": "algos.rft.RFT",
+    "grsd": "algos.grsd.GRSD",
+    "grpo": "algos.grpo.GRPO",
+    "ppo": "algos.ppo.PPO",
+}
+SB3 = "sb3-ppo"
 
+
+def _choice(key: str, value: Any, allowed: Sequence[Any]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{key}={value!r}: expected one of {', '.join(map(str, allowed))}")
+
+
+def _at_least(key: str, value: float, low: float) -> None:
+    if value < low:
+        raise ValueError(f"{key}={value!r}: expected a value >= {low}")
+
+
+# -- parts ---------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class BaseConfig:
     """The base policy: behaviour cloning on a limited set of expert demonstrations (cached)."""
@@ -22,63 +59,399 @@ class BaseConfig:
     demos_per_task: int = 3  # expert episodes per task in the BC set (base Pass@1 ~25% on SimDroid)
     task_fraction: float = 1.0  # share of tasks that get demonstrations (the rest are never shown)
     epochs: int = 8  # BC epochs
-    lr: float = 1e-3
-    seed: int = 0
+    lr: float = 1e-3  # BC learning rate
+    seed: int = 0  # seeds the demonstrations and the BC run (the base is shared by every training seed)
+
+    def __post_init__(self) -> None:
+        _at_least("base.demos_per_task", self.demos_per_task, 1)
+        _at_least("base.epochs", self.epochs, 1)
+        if not 0.0 < self.task_fraction <= 1.0:
+            raise ValueError(f"base.task_fraction={self.task_fraction!r}: expected a value in (0, 1]")
 
 
 @dataclasses.dataclass
 class EnvConfig:
-    """Where episodes run. SimDroid in-process by default; the real AndroidWorld on emulators; Ray actors
+    """Where episodes run: SimDroid in-process by default, the real AndroidWorld on emulators, or Ray actors
     across machines (one backend, one emulator, per actor)."""
 
     backend: str = "simdroid"  # simdroid | androidworld (needs the android_world package and emulators)
+    num_envs: int = 16  # sub-envs of the local vector env (SimDroid)
+    vector: str = "sync"  # sync | async (each sub-env in its own process)
+    noise: str = "default"  # SimDroid screen noise: default | none | heavy
+    screenshots: str = "auto"  # which runs render screenshots: auto (when the policy reads pixels or the
+    # algorithm compares screens, as GRSD does), always, or never (elements only; GRSD then cannot run)
+    screen_scale: float = 0.25  # screenshot size as a fraction of the 1080x2400 logical screen
     workers: int = 0  # > 0: a RayVectorEnv of this many actors (replaces num_envs / vector)
     ray_address: str = ""  # "" starts a local Ray; "auto" joins the cluster this machine belongs to
-    actor_resources: str = ""  # per-actor custom Ray resources, e.g. "emulator=1" (one emulator per actor)
-    console_ports: str = "5554"  # androidworld without Ray: one local emulator per console port (comma list)
-    grpc_ports: str = ""  # androidworld: matching gRPC ports (default 8554, 8555, ...)
+    actor_resources: dict[str, float] = dataclasses.field(default_factory=dict)  # per-actor custom Ray
+    # resources, e.g. env.actor_resources=emulator=1 (one emulator per actor)
+    console_ports: list[int] = dataclasses.field(default_factory=lambda: [5554])  # androidworld without
+    # Ray: one local emulator per console port
+    grpc_ports: list[int] = dataclasses.field(default_factory=list)  # androidworld: the matching gRPC ports
+    # (default 8554, 8555, ...)
     transition_pause: float = 1.0  # androidworld: seconds to let the screen settle before observing
+
+    def __post_init__(self) -> None:
+        _choice("env.backend", self.backend, ("simdroid", "androidworld"))
+        _choice("env.vector", self.vector, ("sync", "async"))
+        _choice("env.noise", self.noise, ("default", "none", "heavy"))
+        _choice("env.screenshots", self.screenshots, ("auto", "always", "never"))
+        _at_least("env.num_envs", self.num_envs, 1)
+        _at_least("env.workers", self.workers, 0)
+        if not 0.0 < self.screen_scale <= 1.0:
+            raise ValueError(f"env.screen_scale={self.screen_scale!r}: expected a value in (0, 1]")
+        if self.grpc_ports and len(self.grpc_ports) != len(self.console_ports):
+            raise ValueError(f"env.grpc_ports={self.grpc_ports}: expected one per console port "
+                             f"{self.console_ports}")
+
+    def scale(self, needs_pixels: bool) -> float:
+        """The render scale of this run's observations (0: elements only)."""
+        if self.screenshots == "always" or (self.screenshots == "auto" and needs_pixels):
+            return self.screen_scale
+        return 0.0
 
 
 @dataclasses.dataclass
-class TrainConfig:
-    algo: str = "rft"  # rft (grsd, grpo, ppo: later issues)
-    out_dir: str = ""  # run folder (default runs/<algo>-s<seed>)
-    seed: int = 0  # seeds torch, numpy, the training-instance generator and env noise
-    policy: str = "small"  # small | hf
+class PolicyConfig:
+    """Which policy acts and learns."""
+
+    name: str = "small"  # small | hf to train; evaluate also takes expert | random
     hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm (built offline)
-    tasks: str = "all"  # all, or comma-separated task names
-    num_envs: int = 16  # sub-envs of the vector env
-    vector: str = "sync"  # sync | async
-    eval_n_per_task: int = 4  # held-out instances per task (AndroidWorld suite seed 30): 308 greedy episodes
-    render_scale: float = 0.0  # 0: elements-only observations; > 0: screenshots at this scale
-    pixel_scale: float = 0.25  # screenshot scale when render_scale=0 and the algorithm compares screens
-    noise: str = "default"  # SimDroid screen noise: default | none | heavy
-    wandb: str = "offline"  # offline | online | disabled
-    resume: bool = True  # continue from out_dir's last checkpoint if there is one
+    path: str = ""  # a saved policy to start from or evaluate: a policy folder, or a run folder (its latest
+    # checkpoint)
+
+    def __post_init__(self) -> None:
+        _choice("policy.name", self.name, ("small", "hf", "expert", "random"))
+
+
+@dataclasses.dataclass
+class CommonPart:
+    """What every entry point takes."""
+
+    preset: str = ""  # a named set of overrides applied first (see the presets below)
     progress: bool = True  # progress bars
-    cache_dir: str = ".cache/voyager-gym"  # where base policies are cached
     torch_threads: int = 1  # small models gain little from more, and stall badly when cores are shared
-    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
-    base: BaseConfig = dataclasses.field(default_factory=BaseConfig)
+
+    def __post_init__(self) -> None:
+        _at_least("torch_threads", self.torch_threads, 1)
+
+
+@dataclasses.dataclass
+class SeededPart(CommonPart):
+    """Entry points that train: one seed, and the cache of base policies and RFT checkpoints."""
+
+    seed: int = 0  # seeds torch, numpy, the training-instance generator and env noise
+    cache_dir: str = ".cache/voyager-gym"  # where base policies and RFT checkpoints are cached
+
+
+@dataclasses.dataclass
+class SuitePart:
+    """Which tasks, and the held-out evaluation suite (AndroidWorld suite seed 30)."""
+
+    tasks: list[str] = dataclasses.field(default_factory=lambda: ["all"])  # task names, or all
+    eval_n_per_task: int = 4  # held-out instances per task: 308 episodes for the 77 tasks
+
+    def __post_init__(self) -> None:
+        _at_least("eval_n_per_task", self.eval_n_per_task, 1)
+        if not self.tasks:
+            raise ValueError("tasks=[]: expected task names or all")
+
+
+@dataclasses.dataclass
+class LoggedPart:
+    """Entry points that write a run folder."""
+
+    out_dir: str = ""  # run folder (each entry point has its own default)
+    wandb: str = "offline"  # offline | online | disabled
+
+    def __post_init__(self) -> None:
+        _choice("wandb", self.wandb, ("offline", "online", "disabled"))
+
+
+@dataclasses.dataclass
+class AlgosPart:
+    """Every algorithm's section (each configures the algorithm of its name)."""
+
     rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
 
 
-def parse(argv: list[str], schema: type = TrainConfig) -> Any:
-    """Merge `key=value` overrides into the schema's defaults; raise SystemExit with a clear message."""
+def _post_init_parts(cfg: Any) -> None:
+    for part in (CommonPart, SuitePart, LoggedPart):
+        if isinstance(cfg, part):
+            part.__post_init__(cfg)
+
+
+# -- entry points --------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class PretrainConfig(SuitePart, SeededPart):
+    """experiments/pretrain.py: the base policy (cached) and its Pass@1."""
+
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
+    base: BaseConfig = dataclasses.field(default_factory=BaseConfig)
+
+    def __post_init__(self) -> None:
+        _post_init_parts(self)
+        _choice("policy.name", self.policy.name, ("small", "hf"))
+
+
+@dataclasses.dataclass
+class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
+    """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
+    or a saved policy (policy.path)."""
+
+    algo: str = "rft"  # rft | grsd | grpo | ppo
+    budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
+    resume: bool = True  # continue from out_dir's last checkpoint if there is one
+
+    def __post_init__(self) -> None:
+        PretrainConfig.__post_init__(self)  # the parts' checks (super() would stop at the first part)
+        _choice("algo", self.algo, tuple(ALGORITHMS))
+        _at_least("budget", self.budget, 0)
+
+
+@dataclasses.dataclass
+class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
+    """experiments/compare.py: several algorithms from one RFT checkpoint (trained with `seed`, cached), the
+    same budget of environment steps each, `seeds` training seeds each."""
+
+    preset: str = "default"  # a named set of overrides applied first (see the presets below)
+    algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
+    # compared: rft, grsd, grpo, ppo, sb3-ppo
+    seeds: int = 2  # training seeds per algorithm (0 .. seeds-1)
+    budget: int = 16_000  # environment steps per algorithm and seed
+    workers: int = 2  # algorithm-seed pairs trained in parallel processes
+    sb3_budget: int = 20_000  # sb3-ppo's env steps (it trains on the simple tasks only, see algos/sb3_ppo.py)
+    name: str = ""  # comparison name (wandb group); default: the run folder's name
+
+    def __post_init__(self) -> None:
+        PretrainConfig.__post_init__(self)  # the parts' checks (super() would stop at the first part)
+        if not self.algo:
+            raise ValueError("algo=[]: expected one or more of " + ", ".join([*ALGORITHMS, SB3]))
+        for a in self.algo:
+            _choice("algo", a, (*ALGORITHMS, SB3))
+        _at_least("seeds", self.seeds, 1)
+        _at_least("budget", self.budget, 1)
+        _at_least("workers", self.workers, 1)
+
+
+@dataclasses.dataclass
+class EvalConfig(SuitePart, CommonPart):
+    """experiments/evaluate.py: Pass@1 of a policy on the held-out suite over several noise seeds."""
+
+    seeds: int = 3  # evaluation runs with noise seeds 0 .. seeds-1 (Pass@1 reported as mean and spread)
+    out: str = ""  # optional JSON file for the results
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
+
+    def __post_init__(self) -> None:
+        _post_init_parts(self)
+        _at_least("seeds", self.seeds, 1)
+        if self.policy.name in ("small", "hf") and not self.policy.path:
+            raise ValueError(f"policy={self.policy.name} needs policy.path=<a saved policy or run folder>")
+
+
+@dataclasses.dataclass
+class ReportConfig:
+    """experiments/report.py: redraw a comparison folder's outputs (curves, table, report) from its runs."""
+
+    run_dir: str = ""  # the comparison folder (also accepted as the first bare argument)
+
+    def __post_init__(self) -> None:
+        if not self.run_dir:
+            raise ValueError("run_dir: expected a comparison folder (python experiments/report.py RUN_DIR)")
+
+
+# -- presets -------------------------------------------------------------------------------------------------
+SMOKE_TASKS = "tasks=[SystemWifiTurnOn,SystemBluetoothTurnOff,OpenAppTaskEval,SystemBrightnessMaxVerify]"
+SMOKE_BASE = [SMOKE_TASKS, "env.num_envs=8", "eval_n_per_task=2", "base.demos_per_task=2", "base.epochs=4"]
+SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minute or two
+    *SMOKE_BASE,
+    *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
+]
+PRESETS: dict[str, dict[str, list[str]]] = {  # entry point -> preset -> overrides
+    "train": {"smoke": SMOKE},
+    "pretrain": {"smoke": SMOKE_BASE},
+    "evaluate": {"smoke": [SMOKE_TASKS, "env.num_envs=8", "eval_n_per_task=2", "seeds=1"]},
+    "compare": {
+        # all 77 tasks, 2 seeds, ~20 minutes on 2 cores with the small policy (the RFT checkpoint, ~9 of them,
+        # is cached for later runs); one instance per task per iteration, so each run gets ~4 updates
+        "default": [f"{a}.instances_per_iter=77" for a in ("grsd", "grpo", "ppo")],
+        "smoke": [*SMOKE, "seeds=2", "budget=240", "sb3_budget=256"],
+    },
+    "report": {},
+}
+SCHEMAS: dict[str, type] = {"train": TrainConfig, "pretrain": PretrainConfig, "evaluate": EvalConfig,
+                            "compare": CompareConfig, "report": ReportConfig}
+
+
+# -- parsing -------------------------------------------------------------------------------------------------
+def _fields(schema: type) -> dict[str, Any]:
+    """Dotted key -> resolved type of every leaf field of a config dataclass."""
+    out: dict[str, Any] = {}
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        t = hints[f.name]
+        if dataclasses.is_dataclass(t):
+            out.update({f"{f.name}.{k}": v for k, v in _fields(t).items()})
+        else:
+            out[f.name] = t
+    return out
+
+
+def _sections(schema: type) -> dict[str, type]:
+    hints = typing.get_type_hints(schema)
+    return {f.name: hints[f.name] for f in dataclasses.fields(schema)
+            if dataclasses.is_dataclass(hints[f.name])}
+
+
+def _normalise(arg: str, schema: type, keys: dict[str, Any]) -> tuple[str, Any]:
+    """One `key=value` override as (key, value for OmegaConf): comma lists and k=v maps become real ones,
+    `section=NAME` becomes `section.name=NAME`."""
+    key, value = arg.split("=", 1)
+    key = key.strip()
+    if key in _sections(schema) and f"{key}.name" in keys:
+        key = f"{key}.name"
+    t = keys.get(key)
+    origin = typing.get_origin(t)
+    v = value.strip()
+    if origin is list and not v.startswith("["):
+        return key, [x.strip() for x in v.split(",") if x.strip()]
+    if origin is dict and not v.startswith("{"):
+        pairs = [p for p in v.split(",") if p.strip()]
+        bad = [p for p in pairs if "=" not in p]
+        if bad:
+            raise SystemExit(f"{key}={value!r}: expected a map written k=v,k2=v2 or {{k: v}}")
+        return key, {k.strip(): _scalar(x) for k, x in (p.split("=", 1) for p in pairs)}
+    return key, (v if t is str else _scalar(value))  # a str key keeps its text ("no" is not False)
+
+
+def _scalar(text: str) -> Any:
+    """A value as YAML reads it (numbers, booleans, lists), OmegaConf's override syntax."""
+    return OmegaConf.from_dotlist([f"v={text.strip()}"]).v
+
+
+def _type_name(t: Any) -> str:
+    if typing.get_origin(t) in (list, dict):
+        return f"{typing.get_origin(t).__name__}[{', '.join(_type_name(a) for a in typing.get_args(t))}]"
+    return getattr(t, "__name__", str(t))
+
+
+def parse(argv: Sequence[str], schema: type = TrainConfig, prog: str | None = None) -> Any:
+    """The config of entry point `prog` (default: the schema's) from `argv`: `--help` prints the keys and
+    exits; preset overrides first, then the user's; every error is a SystemExit naming the key and value."""
+    prog = prog or next((p for p, s in SCHEMAS.items() if s is schema), "voyager-gym")
+    argv = list(argv)
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(help_text(prog, schema))
+        raise SystemExit(0)
+    keys = _fields(schema)
+    if "run_dir" in keys:  # report: the folder may be given bare
+        argv = [a if "=" in a else f"run_dir={a}" for a in argv]
     bad = [a for a in argv if "=" not in a]
     if bad:
-        raise SystemExit(f"arguments must be key=value overrides, got {bad}")
-    base = OmegaConf.structured(schema)
+        raise SystemExit(f"arguments must be key=value overrides, got {bad}; see `{prog} --help`")
+    presets = PRESETS.get(prog, {})
+    default = next((f.default for f in dataclasses.fields(schema) if f.name == "preset"), "")
+    chosen = [a.split("=", 1)[1].strip() for a in argv if a.split("=", 1)[0].strip() == "preset"]
+    preset = chosen[-1] if chosen else default
+    if preset and preset not in presets:
+        names = ", ".join(presets) or f"(none: {prog} has no presets)"
+        raise SystemExit(f"preset={preset!r}: expected one of {names}")
+    cfg = OmegaConf.structured(schema)
+    for arg in [*presets.get(preset, []), *argv]:
+        key = arg.split("=", 1)[0].strip()
+        known = key in keys or (key in _sections(schema) and f"{key}.name" in keys)
+        if not known:
+            close = difflib.get_close_matches(key, list(keys), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SystemExit(f"unknown key {key!r} for {prog}{hint} (`{prog} --help` lists every key)")
+        k, v = _normalise(arg, schema, keys)
+        try:
+            OmegaConf.update(cfg, k, v, merge=False)
+        except OmegaConfBaseException:
+            raise SystemExit(f"{k}={arg.split('=', 1)[1]!r}: expected {_type_name(keys[k])} "
+                             f"(`{prog} --help` lists every key)") from None
     try:
-        cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(argv))
-    except OmegaConfBaseException as e:
-        raise SystemExit(f"bad override: {e.msg if hasattr(e, 'msg') else e}") from None
-    return OmegaConf.to_object(cfg)
+        return OmegaConf.to_object(cfg)
+    except (ValueError, OmegaConfBaseException) as e:
+        msg = e.__cause__ if isinstance(e, OmegaConfBaseException) and e.__cause__ else e
+        raise SystemExit(f"{prog}: {msg}") from None
 
 
 def as_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
+
+
+# -- help ----------------------------------------------------------------------------------------------------
+def field_docs(cls: type) -> dict[str, str]:
+    """Field name -> its comment in the class body (the trailing comment and the comment lines under it),
+    for `cls` and the dataclasses it inherits from."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass) or klass is object:
+            continue
+        try:
+            src = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        names = set(klass.__dict__.get("__annotations__", {}))
+        current: str | None = None
+        depth = 0
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                depth -= 1
+            elif tok.type == tokenize.NAME and depth == 0 and tok.start[1] == 4 and tok.string in names:
+                current = tok.string
+                docs[current] = ""
+            elif tok.type == tokenize.COMMENT and current is not None:
+                docs[current] = (docs[current] + " " + tok.string.lstrip("#").strip()).strip()
+            elif tok.type == tokenize.NAME and tok.start[1] == 4 and depth == 0:
+                current = None  # a method or another statement ends the field's comment
+    return docs
+
+
+def _doc_of(schema: type, dotted: str) -> str:
+    parts = dotted.split(".")
+    cls = schema
+    for p in parts[:-1]:
+        cls = typing.get_type_hints(cls)[p]
+    return field_docs(cls).get(parts[-1], "")
+
+
+def help_text(prog: str, schema: type) -> str:
+    """Every key of `schema` with its type, default and meaning, then the presets and what they set."""
+    defaults = OmegaConf.to_container(OmegaConf.structured(schema))
+    lines = [f"usage: voyager-gym {prog} [key=value ...]  (or: python experiments/{prog}.py [key=value ...])",
+             "", (schema.__doc__ or "").strip(), "",
+             "Lists take [a,b] or a,b; maps k=v,k2=v2; `policy=hf` is policy.name=hf. Keys:"]
+    rows = []
+    for key, t in _fields(schema).items():
+        d: Any = defaults
+        for p in key.split("."):
+            d = d[p]
+        rows.append((key, _type_name(t), "" if d is None else str(d), _doc_of(schema, key)))
+    wk = max(len(r[0]) for r in rows)
+    wt = max(len(r[1]) for r in rows)
+    wd = min(24, max(len(r[2]) for r in rows))
+    for key, t, d, doc in rows:
+        lines.append(f"  {key:<{wk}}  {t:<{wt}}  {d:<{wd}}  {doc}")
+    presets = PRESETS.get(prog, {})
+    if presets:
+        lines += ["", "Presets (preset=NAME; your own overrides win):"]
+        for name, overrides in presets.items():
+            lines.append(f"  {name}: {' '.join(overrides) or '(the defaults above)'}")
+    return "\n".join(lines)
+
+
+def main_help(prog: str) -> None:  # pragma: no cover - convenience for `python -m experiments.config train`
+    print(help_text(prog, SCHEMAS[prog]))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main_help(sys.argv[1] if len(sys.argv) > 1 else "train")

@@ -1,6 +1,7 @@
 """Train the base policy by behaviour cloning on a limited set of expert demonstrations, and evaluate it.
 
     python experiments/pretrain.py [policy=small] [base.demos_per_task=4] [base.epochs=8] [seed=0] ...
+    voyager-gym pretrain --help     # every key, its type, default and meaning
 
 The base is what RFT (and every later algorithm) starts from, sized so that it starts where the paper's base
 model did: Pass@1 between 25% and 45% on the held-out split. It is cached under `cache_dir` by the hash of
@@ -12,18 +13,18 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from algos.evaluation import evaluate  # noqa: E402
-from algos.run import seed_everything  # noqa: E402
-from experiments.common import base_key, load_or_train_base, make_envs, resolve_tasks  # noqa: E402
-from experiments.config import parse  # noqa: E402
+from experiments.config import PretrainConfig, parse
 
 
-def main(argv: list[str] | None = None) -> dict:
-    cfg = parse(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    cfg = parse(sys.argv[1:] if argv is None else argv, PretrainConfig, "pretrain")
+    from algos.evaluation import evaluate
+    from algos.run import seed_everything
+    from experiments.common import base_path, load_or_train_base, make_envs, resolve_tasks
+
     tasks = resolve_tasks(cfg.tasks)
     import torch
 
@@ -37,10 +38,9 @@ def main(argv: list[str] | None = None) -> dict:
         ev = evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=cfg.seed, progress=cfg.progress)
     finally:
         envs.close()
-    path = Path(cfg.cache_dir) / f"base-{cfg.policy}-{base_key(cfg, tasks)}"
     print(
-        f"base policy {path} ({trained:.0f} s to train or load): Pass@1 {ev['pass_at_1']:.3f} on "
-        f"{ev['episodes']} held-out episodes"
+        f"base policy {base_path(cfg, tasks)} ({trained:.0f} s to train or load): "
+        f"Pass@1 {ev['pass_at_1']:.3f} on {ev['episodes']} held-out episodes"
     )
     return ev
 

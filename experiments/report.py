@@ -1,6 +1,8 @@
 """Outputs of a comparison folder: merged metrics.jsonl, curves.png, table.md and a self-contained report.
 
-Also usable on its own to redraw a folder: `python experiments/report.py RUN_DIR`.
+Also usable on its own to redraw a comparison folder:
+
+    python experiments/report.py RUN_DIR        # or: voyager-gym report RUN_DIR
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import html
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +215,19 @@ def fork_pictures(out: Path, n: int = 3) -> list[Path]:
         return []
 
 
+def algorithms_of(cfg: dict[str, Any]) -> list[str]:
+    """The compared algorithms of a comparison's config.json (a list; a comma string in older folders)."""
+    algo = cfg.get("algo", [])
+    return [a.strip() for a in (algo.split(",") if isinstance(algo, str) else algo) if a.strip()]
+
+
+def _show(x: Any) -> str:
+    """A config value for the report's header: a section by its name, a list comma-separated."""
+    if isinstance(x, dict):
+        return str(x.get("name", ""))
+    return ", ".join(map(str, x)) if isinstance(x, list) else str(x)
+
+
 def report_html(out: Path, md: str, pictures: list[Path]) -> str:
     cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else {}
     parts = [
@@ -219,9 +235,9 @@ def report_html(out: Path, md: str, pictures: list[Path]) -> str:
         "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}</style></head><body>",
         f"<h1>Comparison: {html.escape(out.name)}</h1>",
-        f"<p>algorithms: {html.escape(str(cfg.get('algo', '')))}; seeds: {cfg.get('seeds', '')}; budget: "
-        f"{cfg.get('budget', '')} env steps; tasks: {html.escape(str(cfg.get('tasks', '')))}; policy: "
-        f"{html.escape(str(cfg.get('policy', '')))}</p>",
+        f"<p>algorithms: {html.escape(_show(cfg.get('algo', '')))}; seeds: {cfg.get('seeds', '')}; budget: "
+        f"{cfg.get('budget', '')} env steps; tasks: {html.escape(_show(cfg.get('tasks', '')))}; policy: "
+        f"{html.escape(_show(cfg.get('policy', '')))}</p>",
         "<h2>Learning curves</h2>",
         _img(out / "curves.png") if (out / "curves.png").exists() else "<p>(no curves)</p>",
         "<h2>Results</h2>",
@@ -253,15 +269,16 @@ def write_outputs(
     return summ
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        raise SystemExit("usage: python experiments/report.py RUN_DIR")
-    out = Path(args[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    from experiments.config import ReportConfig, parse
+
+    rc = parse(sys.argv[1:] if argv is None else argv, ReportConfig, "report")
+    out = Path(rc.run_dir)
+    if not (out / "config.json").exists() or not (out / "runs").is_dir():
+        raise SystemExit(f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/)")
     cfg = json.loads((out / "config.json").read_text())
     start = json.loads((out / "start.json").read_text()) if (out / "start.json").exists() else None
-    algos = [a.strip() for a in cfg["algo"].split(",") if a.strip()]
-    write_outputs(out, algos, cfg.get("seeds", 1), start)
+    write_outputs(out, algorithms_of(cfg), cfg.get("seeds", 1), start)
     print((out / "table.md").read_text())
 
 

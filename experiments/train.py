@@ -1,6 +1,7 @@
 """Train one algorithm on SimDroid (or any backend) from the base policy.
 
-    python experiments/train.py algo=rft [out_dir=runs/rft] [seed=0] [rft.iterations=4] [policy=small|hf] ...
+    python experiments/train.py algo=rft [out_dir=runs/rft-s0] [seed=0] [rft.iterations=4] [policy=hf] ...
+    voyager-gym train --help        # every key, its type, default and meaning
 
 Writes out_dir/metrics.jsonl (one row per evaluation, with pass_at_1), checkpoints, and a wandb run (offline
 unless wandb=online). Run the same command again after a kill to resume from the last checkpoint.
@@ -10,26 +11,28 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from algos.loop import train_loop  # noqa: E402
-from algos.run import Run  # noqa: E402
-from experiments.common import (  # noqa: E402
-    load_or_train_base,
-    load_or_train_rft,
-    make_algorithm,
-    make_envs,
-    resolve_tasks,
-    suite_backend,
-)
-from experiments.config import as_dict, parse  # noqa: E402
+from experiments.config import TrainConfig, as_dict, parse
 
 
-def main(argv: list[str] | None = None) -> dict:
-    cfg = parse(sys.argv[1:] if argv is None else argv)
-    algo = make_algorithm(cfg)  # fails early, naming the available algorithms
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    cfg = parse(sys.argv[1:] if argv is None else argv, TrainConfig, "train")
+    from algos.loop import train_loop
+    from algos.run import Run
+    from experiments.common import (
+        load_or_train_base,
+        load_or_train_rft,
+        load_saved_policy,
+        make_algorithm,
+        make_envs,
+        resolve_tasks,
+        suite_backend,
+    )
+
+    algo = make_algorithm(cfg)
     out = Path(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}")
     if (out / "checkpoint.json").exists() and not cfg.resume:
         raise SystemExit(
@@ -40,17 +43,20 @@ def main(argv: list[str] | None = None) -> dict:
 
     torch.set_num_threads(cfg.torch_threads)
     run = Run(out, as_dict(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
-    envs = make_envs(cfg, pixels=getattr(algo, "needs_pixels", False))
+    envs = make_envs(cfg, pixels=algo.needs_pixels)
     t0 = time.perf_counter()
     try:
-        if cfg.algo == "rft":
+        if cfg.policy.path:
+            policy = load_saved_policy(cfg)
+            print(f"starting {cfg.algo} from {cfg.policy.path}")
+        elif cfg.algo == "rft":
             policy = load_or_train_base(cfg, tasks, envs)
         else:  # later stages start from the RFT checkpoint, as in the paper
             policy, start = load_or_train_rft(cfg, tasks, envs)
             print(f"starting {cfg.algo} from the RFT checkpoint (Pass@1 {start['pass_at_1']:.3f})")
         _, last = train_loop(
             algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
-            suite_backend=suite_backend(cfg),
+            max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),
         )
     finally:
         envs.close()

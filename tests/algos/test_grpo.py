@@ -220,7 +220,7 @@ def _train(out: Path, cache: Path, extra: list[str]) -> list[dict]:
 
     main(["algo=grpo", f"tasks={TASKS}", "rft.iterations=1", "rft.instances_per_iter=4", "rft.group_size=4",
           "grpo.instances_per_iter=4", "grpo.group_size=4", "grpo.beta=0.02", "eval_n_per_task=2",
-          "num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled", "progress=false",
+          "env.num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled", "progress=false",
           f"out_dir={out}", f"cache_dir={cache}", *extra])
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 

@@ -147,7 +147,7 @@ def test_ppo_trains_end_to_end(tmp_path):
     out = tmp_path / "run"
     main(["algo=ppo", f"tasks={TASKS}", "rft.iterations=1", "rft.instances_per_iter=4", "rft.group_size=4",
           "ppo.iterations=2", "ppo.instances_per_iter=4", "ppo.group_size=4", "eval_n_per_task=2",
-          "num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled", "progress=false",
+          "env.num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled", "progress=false",
           f"out_dir={out}", f"cache_dir={tmp_path / 'cache'}"])
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [0, 1, 2]

@@ -18,7 +18,7 @@ SMALL = [
     "rft.group_size=4",
     "rft.epochs=2",
     "eval_n_per_task=2",
-    "num_envs=4",
+    "env.num_envs=4",
     "base.demos_per_task=2",
     "base.epochs=6",
     "wandb=disabled",
@@ -89,13 +89,13 @@ def test_hf_policy_runs_an_rft_round_with_a_tiny_vlm(tmp_path):
         tmp_path / "hf",
         [
             "policy=hf",
-            "hf_model=tiny-vlm",
-            "render_scale=0.05",
+            "policy.hf_model=tiny-vlm",
+            "env.screen_scale=0.05",
             "tasks=SystemWifiTurnOn",
             "rft.iterations=1",
             "rft.instances_per_iter=2",
             "eval_n_per_task=1",
-            "num_envs=2",
+            "env.num_envs=2",
         ],
         tmp_path / "cache",
     )
@@ -107,7 +107,8 @@ def test_hf_policy_runs_an_rft_round_with_a_tiny_vlm(tmp_path):
 def test_pretrain_trains_once_and_is_deterministic(tmp_path, capsys):
     from experiments.pretrain import main
 
-    args = [a for a in SMALL if not a.startswith(("algo=", "rft."))] + [f"cache_dir={tmp_path / 'c'}"]
+    args = [a for a in SMALL if not a.startswith(("algo=", "rft.", "wandb="))]  # pretrain writes no run
+    args.append(f"cache_dir={tmp_path / 'c'}")
     first = main(args)
     cached = list((tmp_path / "c").iterdir())
     assert len(cached) == 1 and (cached[0] / "done").exists()

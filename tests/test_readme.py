@@ -1,0 +1,177 @@
+"""Every command in the README's code blocks runs.
+
+Each ```bash block is run top to bottom in a fresh folder (so a block's later commands see what its earlier
+ones wrote: `train.py algo=rft` then `evaluate.py policy.path=runs/rft-s0`), each command with the smallest
+overrides that keep its meaning: the smoke preset's tasks and budgets appended last, so they win over the
+command's own. Placeholders (`/path/to/vlm`) become the tiny VLM built offline; AndroidWorld commands run
+against the SimDroid-driven stand-in of `android_world`; Ray commands against a local Ray cluster started
+with the resources they ask for. Install commands are not rerun here: CI runs the README's test line itself
+(checked below to be .ci/run's command), and the main line installs the same way with an extra that must
+exist.
+Every python block runs as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.config import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BIN = Path(sys.executable).parent
+ENTRY = ("train", "pretrain", "evaluate", "compare", "report")
+QUICK = ["progress=false", "wandb=disabled"]
+SMOKE = {  # per entry point: appended after the command's own overrides
+    "compare": [*PRESETS["compare"]["smoke"], *QUICK],
+    "train": [*PRESETS["train"]["smoke"], *QUICK],
+    "pretrain": [*PRESETS["pretrain"]["smoke"], "progress=false"],
+    "evaluate": [*PRESETS["evaluate"]["smoke"], "progress=false"],
+    "report": [],
+}
+ANDROIDWORLD_SMOKE = ["tasks=[SystemWifiTurnOn,OpenAppTaskEval]", "env.transition_pause=0",
+                      "env.screen_scale=0.05", "eval_n_per_task=1", "budget=8", "seeds=1", "workers=1"]
+PLACEHOLDER = re.compile(r"/path/to/vlm")  # the README's stand-in for your own model
+
+
+def blocks(lang: str) -> list[tuple[int, str]]:
+    """(line number, text) of every fenced code block of `lang` in the README."""
+    out, cur, start = [], None, 0
+    for i, line in enumerate(README.read_text().splitlines(), 1):
+        if cur is None and line.startswith("```"):
+            cur, start = ([] if line.strip() == f"```{lang}" else None), i
+            if cur is None:  # another language: skip to its end
+                cur = False
+        elif cur is not None and line.startswith("```"):
+            if cur is not False:
+                out.append((start, "\n".join(cur)))
+            cur = None
+        elif cur not in (None, False):
+            cur.append(line)
+    return out
+
+
+def commands(block: str) -> list[list[str]]:
+    """The block's commands as argv lists: continuation lines joined, comments dropped, `&&` chains split."""
+    out = []
+    for line in block.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        cmd: list[str] = []
+        for w in [*words, "&&"]:
+            if w == "&&":
+                if cmd:
+                    out.append(cmd)
+                cmd = []
+            else:
+                cmd.append(w)
+    return out
+
+
+def extras() -> set[str]:
+    import tomllib
+
+    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+
+
+def plan(cmd: list[str]) -> list[str] | None:
+    """The argv to run for a README command (None: not rerun here, checked otherwise)."""
+    head = cmd[0]
+    if head in ("python3", "python") and cmd[1:3] == ["-m", "venv"] or head in (".", "source"):
+        return None
+    if head in ("pip", "pip3"):  # install lines: the extras they name must exist
+        for spec in cmd[1:]:
+            m = re.fullmatch(r'\.\[([\w,-]+)\]', spec)
+            if m:
+                assert set(m.group(1).split(",")) <= extras(), f"README installs unknown extra {spec}"
+        return None
+    if head in ("python", "python3") and cmd[1:3] == ["-m", "pytest"]:  # this very run; CI runs it verbatim
+        return None
+    if head in ("python", "python3") and cmd[1].startswith("experiments/"):
+        entry = Path(cmd[1]).stem
+        assert entry in ENTRY, cmd
+        argv = [PLACEHOLDER.sub("tiny-vlm", a) for a in cmd[2:]]
+        extra = SMOKE[entry]
+        if any(a == "env.backend=androidworld" for a in argv):
+            extra = [*extra, *ANDROIDWORLD_SMOKE]
+            if entry != "compare":
+                extra = [a for a in extra if a.split("=")[0] not in ("seeds", "workers")]
+        return [sys.executable, str(ROOT / cmd[1]), *argv, *extra]
+    if head == "voyager-gym":
+        return [str(BIN / "voyager-gym"), *cmd[1:]]
+    raise AssertionError(f"README command the test does not know how to run: {shlex.join(cmd)}")
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    return {**os.environ, "WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int = 600) -> None:
+    r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    out = f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"{shlex.join(argv)} failed ({r.returncode}):\n{out}"
+
+
+BASH = blocks("bash")
+
+
+def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
+    line, block = BASH[0]
+    assert line <= 5, "the README must start with its two commands"
+    main, tests = [x for x in block.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+    assert "python experiments/compare.py algo=grsd,grpo,ppo" in main and "pip install" in main
+    assert "python -m pytest" in tests
+    after_activate = tests.split("&&", 2)[2].strip()  # venv, activate, then the installs and the test run
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert after_activate in ci, f".ci/run does not run the README's test command {after_activate!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line,block", BASH, ids=[f"line{n}" for n, _ in BASH])
+def test_bash_block_runs(line, block, tmp_path):
+    env = _env(tmp_path)
+    todo = [argv for argv in (plan(c) for c in commands(block)) if argv is not None]
+    ray_needed = any("env.workers=" in a for argv in todo for a in argv)
+    if any("env.backend=androidworld" in a for argv in todo for a in argv):
+        from voyager_gym.backends.aw_standin import SITE_DIR
+
+        env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), env.get("PYTHONPATH", "")])
+    if ray_needed:
+        todo = [_ray_local(argv) for argv in todo]
+        _run([str(BIN / "ray"), "start", "--head", "--num-cpus=2", "--include-dashboard=false",
+              '--resources={"emulator": 2}', "--disable-usage-stats"], tmp_path, env, timeout=120)
+    try:
+        for argv in todo:
+            _run(argv, tmp_path, env)
+    finally:
+        if ray_needed:
+            subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def _ray_local(argv: list[str]) -> list[str]:
+    """A Ray command at the scale of the local test cluster (2 CPUs, 2 emulator slots)."""
+    return [("env.workers=2" if a.startswith("env.workers=") else a) for a in argv]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line,code", blocks("python"), ids=[f"line{n}" for n, _ in blocks("python")])
+def test_python_block_runs(line, code, tmp_path):
+    _run([sys.executable, "-c", code], tmp_path, _env(tmp_path), timeout=300)
+
+
+def test_every_readme_command_is_planned():
+    """No bash command in the README falls outside what the runner above knows (checked without running)."""
+    n = 0
+    for _, block in BASH:
+        for cmd in commands(block):
+            plan(cmd)
+            n += 1
+    assert n >= 10
+    assert shutil.which("voyager-gym") or (BIN / "voyager-gym").exists()

@@ -9,6 +9,8 @@ import pytest
 
 from experiments.compare import main as compare
 
+pytestmark = pytest.mark.slow  # end-to-end comparison runs
+
 ALGOS = ["grsd", "grpo", "ppo"]
 
 

@@ -14,6 +14,8 @@ from algos.rollout import RolloutConfig, collect  # noqa: E402
 from voyager_gym.suites import TrainGenerator  # noqa: E402
 from voyager_gym.vector import RayVectorEnv, group_reset, make_vec  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a local Ray cluster
+
 TASKS = ["SystemWifiTurnOn", "OpenAppTaskEval", "TurnOffWifiAndTurnOnBluetooth"]
 EMULATORS = 4  # a custom resource of the test cluster, as real workers advertise {"emulator": 1} each
 

@@ -265,6 +265,7 @@ class RecordingPolicyWithSave(RecordingPolicy):
         path.mkdir(parents=True, exist_ok=True)
 
 
+@pytest.mark.slow
 def test_one_grsd_update_and_iteration_with_the_tiny_vlm(tmp_path):
     from algos.policies.hf import HFPolicy
     from algos.policies.tiny import build_tiny_tokenizer, build_tiny_vlm

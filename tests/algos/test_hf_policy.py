@@ -18,6 +18,8 @@ from algos.policies.tiny import (
 )
 from voyager_gym.actions import parse_action, try_parse_action
 
+pytestmark = pytest.mark.slow  # tiny transformers models
+
 
 @pytest.fixture(scope="module", autouse=True)
 def one_torch_thread():

@@ -9,6 +9,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from algos import sb3_ppo
 from algos.sb3_ppo import SB3PPOConfig, train
 
+pytestmark = pytest.mark.slow  # SB3 training runs
+
 TASKS = ["OpenAppTaskEval", "SystemWifiTurnOn"]
 # Two rollouts of 2 envs x 32 steps per chunk; tiny networks keep each chunk well under a second.
 CFG = SB3PPOConfig(n_envs=2, n_steps=32, batch_size=32, n_epochs=2, net_arch=(32,), eval_every=128)

@@ -7,6 +7,8 @@ from voyager_gym.actions import Action
 from voyager_gym.backends.sim.expert import run_expert
 from voyager_gym.backends.sim.tasks import TASKS
 
+pytestmark = pytest.mark.slow  # every task's expert on many seeds
+
 SEEDS = range(20)
 
 

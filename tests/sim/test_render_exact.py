@@ -8,6 +8,8 @@ from voyager_gym.backends.sim import SimDroidBackend
 from voyager_gym.backends.sim.render import Renderer
 from voyager_gym.backends.sim.tasks import TASKS
 
+pytestmark = pytest.mark.slow  # every expert-visited screen rendered twice
+
 
 @pytest.mark.parametrize("scale", [0.25, 0.5])
 def test_fast_renderer_matches_reference_on_every_task(scale):

@@ -1,0 +1,133 @@
+"""Which tasks' solutions a policy can express: every expert action encoded as the policy's training target
+and decoded back.
+
+A step is *representable* when every field of the expert's action has a target in the policy's action space
+(an element the pointer reaches, a goal span that types the text, an element whose label is the answer, a
+known app, ...); its *decoded* action is what the policy emits when its heads pick that target. A task
+instance is *exact* when every step decodes to the expert's own action, and *solved* when the expert, acting
+only through decoded actions (each step re-planned from the screen it reaches), still completes the task.
+`benchmarks/policy_coverage.py` prints the per-task table; tests pin the figures' meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from algos.prompt import PolicyInput
+from voyager_gym import actions as A
+from voyager_gym.actions import Action
+
+
+def round_trip(policy: Any, inputs: list[PolicyInput], actions: list[Action]) -> list[tuple[Action | None, str]]:
+    """For each (input, expert action): the decoded action (None when not representable) and, when it is
+    not, why (which field has no target)."""
+    from algos.policies.small import NEEDS_ELEMENT, OPTIONAL_ELEMENT
+
+    feats = policy.featurize(inputs)
+    tg = policy._targets(feats, actions)
+    out: list[tuple[Action | None, str]] = []
+    for b, (f, a) in enumerate(zip(feats, actions, strict=True)):
+        t = a.action_type
+        why = ""
+        if not tg.parsed[b]:
+            why = "unparsed"
+        elif (t in NEEDS_ELEMENT or t in OPTIONAL_ELEMENT) and tg.element[b] is None:
+            if a.index is not None:
+                why = "element index beyond the kept elements"
+            else:
+                why = "a point inside no element" if a.x is not None else "no element"
+        elif t == A.OPEN_APP and tg.app[b] is None:
+            why = "unknown app"
+        elif t == A.INPUT_TEXT and not tg.spans[b]:
+            why = "typed text is not a goal span"
+        elif t == A.ANSWER and not tg.answers[b]:
+            why = "answer is no element's label"
+        if why:
+            out.append((None, why))
+            continue
+        span = tg.spans[b][0] if tg.spans[b] else (0, 0)
+        ans = tg.answers[b][0] if tg.answers[b] else 0
+        decoded = policy._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
+                                       tg.app[b] or 0, span, ans)
+        out.append((decoded, ""))
+    return out
+
+
+def same_action(a: Action, b: Action) -> bool:
+    """Equal as AndroidWorld would execute them (JSON fields; an absent clear_text is the default False,
+    and a coordinate click equals an index click only if they are written the same way)."""
+    da, db = a.to_dict(), b.to_dict()
+    for d in (da, db):
+        if d.get("action_type") == A.INPUT_TEXT:
+            d.setdefault("clear_text", False)
+    return da == db
+
+
+@dataclasses.dataclass
+class TaskCoverage:
+    task: str
+    instances: int = 0
+    expert_solved: int = 0  # instances the expert itself completes (the reference)
+    exact: int = 0  # instances whose every expert step decodes to the expert's action
+    solved: int = 0  # instances the expert still completes acting through decoded actions
+    steps: int = 0
+    representable_steps: int = 0
+    reasons: Counter = dataclasses.field(default_factory=Counter)  # why steps were not representable
+
+    @property
+    def covered(self) -> bool:
+        """Every instance the expert solves is solved through the policy's action space too."""
+        return self.instances > 0 and self.solved >= self.expert_solved
+
+
+def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0) -> TaskCoverage:
+    """Encode/decode the expert's actions on `seeds` training instances of `task` (AndroidWorld instance
+    seeds), first along the expert's own trajectory (exact), then re-planning through decoded actions
+    (solved)."""
+    from voyager_gym.backends.sim.backend import SimDroidBackend
+    from voyager_gym.suites import instance_seed
+
+    cov = TaskCoverage(task)
+    backend = SimDroidBackend(render_scale=0.25, noise="none")  # observed without pixels: never renders
+    max_steps = backend.task_info(task)["max_steps"]
+    for i in range(seeds):
+        seed = instance_seed(suite_seed, task, i)
+        params = backend.generate_params(task, seed)
+        cov.instances += 1
+        exact = solved = True
+        for replan in (False, True):
+            goal = backend.reset(task, params, np.random.default_rng(seed))
+            history: list[str] = []
+            finished = False
+            for step in range(max_steps):
+                _, elements, _ = backend.observe(pixels=False)
+                expert = backend.expert_action()
+                x = PolicyInput(goal, tuple(elements), list(history), step=step, max_steps=max_steps)
+                decoded, why = round_trip(policy, [x], [expert])[0]
+                if not replan:
+                    cov.steps += 1
+                    cov.representable_steps += decoded is not None
+                    if why:
+                        cov.reasons[why] += 1
+                    exact &= decoded is not None and same_action(decoded, expert)
+                    act = expert
+                else:
+                    if decoded is None:
+                        break
+                    act = decoded
+                backend.execute(act)
+                history.append(act.to_json())
+                if act.action_type == A.STATUS:
+                    finished = backend.score() >= 1.0
+                    break
+            if replan:
+                solved = finished
+            else:
+                cov.expert_solved += finished
+        cov.exact += exact
+        cov.solved += solved
+    return cov

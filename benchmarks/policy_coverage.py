@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> dict:
     for r in rows:
         reasons.update(r.reasons)
         why = "; ".join(f"{k}: {v}" for k, v in r.reasons.most_common())
-        print(f"{r.task:<{width}}  {r.representable_steps / max(1, r.steps):7.0%}  {r.exact:>2}/{r.instances:<2} "
+        share = r.representable_steps / max(1, r.steps)
+        print(f"{r.task:<{width}}  {share:7.0%}  {r.exact:>2}/{r.instances:<2} "
               f"{r.solved:>3}/{r.instances:<2} {r.expert_solved:>3}/{r.instances:<2}  {why}")
     covered = [r.task for r in rows if r.covered]
     steps = sum(r.steps for r in rows)
@@ -52,9 +53,10 @@ def main(argv: list[str] | None = None) -> dict:
     print("steps not representable, by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     print("tasks not covered: " + (", ".join(r.task for r in rows if not r.covered) or "none"))
     result = {"policy": args.policy, "seeds": args.seeds, "covered": len(covered), "tasks": len(rows),
-              "per_task": {r.task: {"instances": r.instances, "exact": r.exact, "solved": r.solved, "expert_solved": r.expert_solved,
-                                    "steps": r.steps, "representable_steps": r.representable_steps,
-                                    "reasons": dict(r.reasons)} for r in rows}}
+              "per_task": {r.task: {"instances": r.instances, "exact": r.exact, "solved": r.solved,
+                                    "expert_solved": r.expert_solved, "steps": r.steps,
+                                    "representable_steps": r.representable_steps, "reasons": dict(r.reasons)}
+                           for r in rows}}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -22,7 +22,8 @@ from voyager_gym import actions as A
 from voyager_gym.actions import Action
 
 
-def round_trip(policy: Any, inputs: list[PolicyInput], actions: list[Action]) -> list[tuple[Action | None, str]]:
+def round_trip(policy: Any, inputs: list[PolicyInput],
+               actions: list[Action]) -> list[tuple[Action | None, str]]:
     """For each (input, expert action): the decoded action (None when not representable) and, when it is
     not, why (which field has no target)."""
     from algos.policies.small import NEEDS_ELEMENT, OPTIONAL_ELEMENT

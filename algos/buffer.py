@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from algos.prompt import PolicyInput
-from voyager_gym.observation import UIElement
+from algos.prompt import PolicyInput, render_prompt
+from voyager_gym.observation import BoundingBox, UIElement
 
 FORMAT_VERSION = "1"
 ROWS_PER_ROW_GROUP = 512  # steps per Parquet row group (bounds writer memory; thumbnails are small)
@@ -48,6 +48,55 @@ def _fields_equal(a: Any, b: Any) -> bool:
         _same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
 
 
+_ELEMENT_FIELDS = tuple(f.name for f in dataclasses.fields(UIElement))
+_BOX_FIELDS = tuple(f.name for f in dataclasses.fields(BoundingBox))
+
+
+def element_dict(e: UIElement) -> dict[str, Any]:
+    """`UIElement.to_dict()`'s result without `dataclasses.asdict`'s recursive copying (~10x faster)."""
+    d = {k: getattr(e, k) for k in _ELEMENT_FIELDS}
+    for k in ("bbox", "bbox_pixels"):
+        b = d[k]
+        if b is not None:
+            d[k] = {f: getattr(b, f) for f in _BOX_FIELDS}
+    return d
+
+
+class _Prompt:
+    """`Step.prompt`: the prompt text (`algos.prompt.render_prompt`). A rollout stores None and the text is
+    rendered from the step's own input on first read: most policies never read it, and rendering it for every
+    step cost more than the policy's forward pass."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> str:
+        if obj is None:
+            raise AttributeError("prompt")  # no class-level default: the field stays required
+        p = obj.__dict__.get("_prompt")
+        if p is None:
+            p = obj.__dict__["_prompt"] = render_prompt(obj.policy_input())
+        return p
+
+    def __set__(self, obj: Any, value: str | None) -> None:
+        obj.__dict__["_prompt"] = value
+
+
+class _Elements:
+    """`Step.ui_elements`: kept as the `UIElement`s the policy saw (shared with the observation, not copied);
+    read as `UIElement.to_dict()` dicts (converted on first read), written as either."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return ()  # the field's default: no elements
+        d = obj.__dict__.get("_ui_dicts")
+        if d is None:
+            d = obj.__dict__["_ui_dicts"] = [element_dict(e) for e in obj.elements]
+        return d
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["_elements"] = tuple(e if isinstance(e, UIElement) else UIElement.from_dict(e)
+                                         for e in value)
+        obj.__dict__.pop("_ui_dicts", None)
+
+
 @dataclasses.dataclass(eq=False)
 class Step:
     """One policy step: what the policy saw (prompt, elements, screenshot), what it wrote, what happened."""
@@ -57,12 +106,13 @@ class Step:
     t: int
     goal: str
     history: list[str]  # previous actions as JSON text
-    prompt: str  # the rendered prompt text (algos.prompt.render_prompt)
+    prompt: str | None = _Prompt()  # type: ignore[assignment]  # None: rendered from the step on first read
     response: str
     action: dict[str, Any] | None  # the parsed action dict, None if the response was invalid
     valid: bool
     invalid_reason: str | None = None
-    ui_elements: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # UIElement.to_dict() form
+    ui_elements: list[dict[str, Any]] = _Elements()  # type: ignore[assignment]  # UIElement.to_dict() form
+    # (pass UIElements or dicts; `elements` gives the UIElements)
     screen_key: str = ""
     thumbnail: np.ndarray | None = None  # small uint8 (H, W, 3) screenshot
     frame: np.ndarray | None = None  # full frame, where kept
@@ -75,11 +125,16 @@ class Step:
     __eq__ = _fields_equal
     __hash__ = None  # type: ignore[assignment]
 
+    @property
+    def elements(self) -> tuple[UIElement, ...]:
+        """The screen's elements as the policy saw them."""
+        return self.__dict__["_elements"]
+
     def policy_input(self) -> PolicyInput:
-        """Rebuild what the policy conditioned on, so algorithms can re-score or re-train on this step."""
+        """Rebuild what the policy conditioned on, so algorithms can re-score or re-train on this step (the
+        same element objects: a policy's per-element feature caches hit)."""
         pixels = self.frame if self.frame is not None else self.thumbnail
-        elements = tuple(UIElement.from_dict(d) for d in self.ui_elements)
-        return PolicyInput(goal=self.goal, elements=elements, history=list(self.history), pixels=pixels,
+        return PolicyInput(goal=self.goal, elements=self.elements, history=list(self.history), pixels=pixels,
                            step=self.t, max_steps=self.step_max)
 
 

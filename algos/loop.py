@@ -19,6 +19,7 @@ from algos.evaluation import evaluate
 from algos.policies.base import Policy
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import Run, seed_everything
+from algos.timing import PHASES
 from voyager_gym.suites import TrainGenerator
 
 
@@ -100,11 +101,18 @@ def train_loop(
                                "env_steps": env_steps}
         ev: dict[str, Any] = {}
         if with_eval:
-            ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
-                          backend=suite_backend)
+            with PHASES("evaluation"):
+                ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
+                              backend=suite_backend)
             row.update(pass_at_1=ev["pass_at_1"], per_task=ev["per_task"], eval_episodes=ev["episodes"])
-        run.log({**row, **metrics, "wall_s": time.perf_counter() - t0})
+        with PHASES("logging"):
+            run.log({**row, **metrics, "wall_s": time.perf_counter() - t0})
         return ev
+
+    def checkpoint(iteration: int) -> None:
+        with PHASES("checkpoint"):
+            run.checkpoint(iteration, policy, {"env_steps": env_steps, "wall_s": time.perf_counter() - t0},
+                           algo.state())
 
     def done(iteration: int) -> bool:
         if max_env_steps > 0:
@@ -115,7 +123,7 @@ def train_loop(
     if start == 0:
         seed_everything(seed)
         ev = log(0, {}, with_eval=True)
-        run.checkpoint(0, policy, {"env_steps": 0, "wall_s": time.perf_counter() - t0}, algo.state())
+        checkpoint(0)
         start = 1
     r = start
     while not done(r - 1):
@@ -124,7 +132,8 @@ def train_loop(
         policy.reseed(it_seed)
         n = cfg.instances_per_iter
         instances = gen.take(n * r)[n * (r - 1) :]
-        groups = collect(policy, envs, instances, algo.rollout_config(envs, it_seed, progress))
+        with PHASES("rollout"):
+            groups = collect(policy, envs, instances, algo.rollout_config(envs, it_seed, progress))
         trajs = [t for g in groups for t in g.trajectories]
         env_steps += sum(len(t.steps) for t in trajs)
         ok = [t for t in trajs if not t.errored]
@@ -134,8 +143,9 @@ def train_loop(
             "train/invalid_rate": sum(not s.valid for t in ok for s in t.steps)
             / max(1, sum(len(t.steps) for t in ok)),
         }
-        metrics.update(algo.update(policy, groups, r, it_seed))
+        with PHASES("update"):
+            metrics.update(algo.update(policy, groups, r, it_seed))
         ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r)) or ev
-        run.checkpoint(r, policy, {"env_steps": env_steps, "wall_s": time.perf_counter() - t0}, algo.state())
+        checkpoint(r)
         r += 1
     return policy, ev

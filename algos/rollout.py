@@ -15,9 +15,11 @@ import numpy as np
 from PIL import Image
 
 from algos.buffer import Group, Step, Trajectory
-from algos.policies.base import Policy
-from algos.prompt import PolicyInput, render_prompt
+from algos.policies.base import Policy, PolicyOutput
+from algos.prompt import PolicyInput
+from algos.timing import PHASES
 from voyager_gym.suites import TaskInstance
+from voyager_gym.vector import PipelinedVectorEnv
 
 
 @dataclasses.dataclass
@@ -59,6 +61,161 @@ def _row(x: Any, i: int) -> Any:
     return x[i]
 
 
+class _Rollouts:
+    """The bookkeeping of one `collect` call: which job each sub-env runs, its trajectory so far, its last
+    observation, and the groups that finished trajectories land in."""
+
+    def __init__(self, policy: Policy, envs: Any, instances: list[TaskInstance], cfg: RolloutConfig):
+        self.policy, self.envs, self.instances, self.cfg = policy, envs, instances, cfg
+        n = envs.num_envs
+        G = cfg.group_size
+        self.jobs = [(k, g) for k in range(len(instances)) for g in range(G)]
+        self.groups = [
+            Group(
+                group_id=f"s{cfg.seed}-g{k}",  # unique per rollout seed and instance
+                task=inst.name,
+                instance_seed=inst.seed,
+                params=dict(inst.params or {}),
+                trajectories=[],
+            )
+            for k, inst in enumerate(instances)
+        ]
+        self.slots: list[list[Trajectory | None]] = [[None] * G for _ in instances]
+        self.next_job = 0
+        self.done_jobs = 0
+        self.job_of: list[int | None] = [None] * n  # job each sub-env runs (None: idle or a dropped filler)
+        self.trajs: list[Trajectory | None] = [None] * n
+        self.hist: list[list[str]] = [[] for _ in range(n)]
+        self.inputs: list[PolicyInput | None] = [None] * n  # what the policy sees next (None: not running)
+        self.info: list[dict] = [{} for _ in range(n)]
+        self.progress = None
+        if cfg.progress:
+            from rich.progress import Progress
+
+            self.progress = Progress(transient=True)
+            self.progress.start()
+            self.bar = self.progress.add_task("rollouts", total=len(self.jobs))
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def result(self) -> list[Group]:
+        for k, grp in enumerate(self.groups):
+            grp.trajectories = [t for t in self.slots[k] if t is not None]
+        return self.groups
+
+    def env_seed(self, i: int) -> int:
+        return self.cfg.seed * 1_000_003 + 7919 * (self.next_job + 1) + i
+
+    def take_job(self, i: int) -> tuple[int, dict[str, Any]] | None:
+        """Give sub-env i the next job: (its reset seed, reset options), or None when none is left."""
+        if self.next_job >= len(self.jobs):
+            self.job_of[i] = None
+            return None
+        seed = self.env_seed(i)
+        self.job_of[i] = self.next_job
+        self.next_job += 1
+        return seed, self.instances[self.jobs[self.job_of[i]][0]].options()
+
+    def begin(self, i: int, seed: int, obs: dict[str, Any], info: dict[str, Any]) -> None:
+        """Sub-env i was reset for its job: start its trajectory (none for a filler)."""
+        self.info[i] = info
+        self.hist[i] = []
+        self.inputs[i] = self._input(i, obs)
+        j = self.job_of[i]
+        if j is None:
+            self.trajs[i] = None
+            return
+        k, g = self.jobs[j]
+        inst, grp = self.instances[k], self.groups[k]
+        self.trajs[i] = Trajectory(
+            traj_id=f"{grp.group_id}-r{g}",
+            group_id=grp.group_id,
+            task=inst.name,
+            instance_seed=inst.seed,
+            params=dict(inst.params or _info_params(info)),
+            goal=obs["goal"],
+            steps=[],
+            score=0.0,
+            success=False,
+            errored=False,
+            env_seed=seed,
+        )
+
+    def _input(self, i: int, obs: dict[str, Any]) -> PolicyInput:
+        info = self.info[i]
+        els = obs["ui_elements"]
+        return PolicyInput(goal=obs["goal"], elements=els if isinstance(els, tuple) else tuple(els),
+                           history=self.hist[i],
+                           pixels=obs.get("pixels"), step=int(info.get("step", 0)),
+                           max_steps=int(info.get("max_steps", 10)))
+
+    def act(self, ids: list[int]) -> list[PolicyOutput]:
+        with PHASES("policy"):
+            return self.policy.act([self.inputs[i] for i in ids], greedy=self.cfg.greedy)
+
+    def record(self, i: int, o: PolicyOutput, obs: dict[str, Any], reward: float, term: bool, trunc: bool,
+               info: dict[str, Any]) -> bool:
+        """Sub-env i took `o` and saw (obs, reward, term, trunc, info): add the step to its trajectory.
+        Returns whether its episode ended (its trajectory, if it had a job, then lands in its group)."""
+        cfg, x, t = self.cfg, self.inputs[i], self.trajs[i]
+        if t is not None:
+            t.steps.append(
+                Step(
+                    group_id=t.group_id,
+                    traj_id=t.traj_id,
+                    t=len(t.steps),
+                    goal=x.goal,
+                    history=x.history,  # never mutated: each step's history is a new list
+                    prompt=None,  # rendered from the step when first read
+                    response=o.text,
+                    action=o.action.to_dict() if o.action is not None else None,
+                    valid=o.action is not None and info.get("invalid_action") is None,
+                    invalid_reason=info.get("invalid_action"),
+                    ui_elements=x.elements,
+                    screen_key=str(self.info[i].get("screen_key", "")),
+                    thumbnail=_thumb(x.pixels, cfg.thumb_width),
+                    frame=np.array(x.pixels) if cfg.keep_frames and x.pixels is not None else None,
+                    reward=float(reward),
+                    done=bool(term or trunc),
+                    logprob=float(o.logprob),
+                    value=o.value,
+                    step_max=x.max_steps,
+                )
+            )
+        # a new list: the step just recorded keeps its own copy, the next input the grown one
+        self.hist[i] = [*self.hist[i], o.action.to_json() if o.action is not None else "(invalid action)"]
+        self.info[i] = info
+        if not (term or trunc):
+            self.inputs[i] = self._input(i, obs)
+            return False
+        self.inputs[i] = None
+        if t is not None:
+            t.errored = bool(info.get("errored"))
+            t.score = float(info.get("score", 0.0)) if term else 0.0
+            if t.errored:
+                t.score = float("nan")
+            t.success = (not t.errored) and t.score >= 1.0
+            k, g = self.jobs[self.job_of[i]]
+            self.slots[k][g] = t
+            self.done_jobs += 1
+            if self.progress is not None:
+                self.progress.update(self.bar, completed=self.done_jobs)
+        self.trajs[i] = None
+        return True
+
+
+class _LaneView:
+    """The live sub-envs of one lane, as the expert policy's `bind` sees a vector env (`call` per sub-env)."""
+
+    def __init__(self, envs: Any, ids: list[int]):
+        self.envs, self.ids, self.num_envs = envs, ids, len(ids)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        return self.envs.call_subset(self.ids, name, *args, **kwargs)
+
+
 def collect(
     policy: Policy,
     envs: Any,
@@ -67,144 +224,101 @@ def collect(
 ) -> list[Group]:
     """Roll `policy` out G times on each instance. `envs` is a vector env made by
     `voyager_gym.vector.make_vec` (autoreset DISABLED). Returns one Group per instance, trajectories in
-    rollout order."""
-    cfg = cfg or RolloutConfig()
+    rollout order. A `PipelinedVectorEnv` is driven a lane at a time (the policy acts on one lane while the
+    others step); its results depend on its lanes, never on its worker count."""
+    ro = _Rollouts(policy, envs, instances, cfg or RolloutConfig())
+    try:
+        if isinstance(envs, PipelinedVectorEnv):
+            _run_lanes(ro, envs)
+        else:
+            _run_batched(ro, envs)
+    finally:
+        ro.close()
+    return ro.result()
+
+
+def _run_batched(ro: _Rollouts, envs: Any) -> None:
+    """Any gymnasium vector env: every sub-env steps together; finished ones are reset (masked) to the next
+    job, or to a copy of the first one whose results are dropped when none is left (a full batch)."""
     n = envs.num_envs
-    G = cfg.group_size
-    jobs = [(k, g) for k in range(len(instances)) for g in range(G)]
-    groups = [
-        Group(
-            group_id=f"s{cfg.seed}-g{k}",  # unique per rollout seed and instance
-            task=inst.name,
-            instance_seed=inst.seed,
-            params=dict(inst.params or {}),
-            trajectories=[],
-        )
-        for k, inst in enumerate(instances)
-    ]
-    slots: list[list[Trajectory | None]] = [[None] * G for _ in instances]
-    policy.bind(envs)
-
-    next_job = 0
-    job_of: list[int | None] = [None] * n  # job index each sub-env is running (None: idle filler)
-    trajs: list[Trajectory | None] = [None] * n
-    hist: list[list[str]] = [[] for _ in range(n)]
-    obs_i: list[dict] = [{} for _ in range(n)]
-    info_i: list[dict] = [{} for _ in range(n)]
-
-    def job_options(j: int) -> dict[str, Any]:
-        return instances[jobs[j][0]].options()
+    ro.policy.bind(envs)
 
     def start(mask: np.ndarray) -> None:
-        nonlocal next_job
         seeds, table = [], {}
         for i in range(n):
-            seed = cfg.seed * 1_000_003 + 7919 * (next_job + 1) + i
+            seed = ro.env_seed(i)
             if mask[i]:
-                if next_job < len(jobs):
-                    job_of[i] = next_job
-                    table[seed] = job_options(next_job)
-                    next_job += 1
-                else:  # nothing left: keep the sub-env busy on a copy of the first job, results dropped
-                    job_of[i] = None
-                    table[seed] = job_options(0)
+                job = ro.take_job(i)
+                table[seed] = job[1] if job is not None else ro.instances[ro.jobs[0][0]].options()
             seeds.append(seed)
-        obs, infos = envs.reset(seed=seeds, options={"instances": table, "reset_mask": mask})
-        for i in np.nonzero(mask)[0]:
-            obs_i[i], info_i[i] = _row(obs, i), _row(infos, i)
-            hist[i] = []
-            j = job_of[i]
-            if j is not None:
-                k, g = jobs[j]
-                trajs[i] = Trajectory(
-                    traj_id=f"{groups[k].group_id}-r{g}",
-                    group_id=groups[k].group_id,
-                    task=instances[k].name,
-                    instance_seed=instances[k].seed,
-                    params=dict(instances[k].params or _info_params(info_i[i])),
-                    goal=obs_i[i]["goal"],
-                    steps=[],
-                    score=0.0,
-                    success=False,
-                    errored=False,
-                    env_seed=seeds[i],
-                )
-            else:
-                trajs[i] = None
+        with PHASES("env"):
+            obs, infos = envs.reset(seed=seeds, options={"instances": table, "reset_mask": mask})
+        with PHASES("buffer"):
+            for i in np.nonzero(mask)[0]:
+                ro.begin(i, seeds[i], _row(obs, i), _row(infos, i))
 
-    progress = None
-    if cfg.progress:
-        from rich.progress import Progress
-
-        progress = Progress(transient=True)
-        progress.start()
-        bar = progress.add_task("rollouts", total=len(jobs))
-    done_jobs = 0
     start(np.ones(n, dtype=bool))
+    while ro.done_jobs < len(ro.jobs):
+        outs = ro.act(list(range(n)))
+        with PHASES("env"):
+            obs, rewards, terms, truncs, infos = envs.step([o.text for o in outs])
+        with PHASES("buffer"):
+            finished = np.array([ro.record(i, outs[i], _row(obs, i), rewards[i], terms[i], truncs[i],
+                                           _row(infos, i)) for i in range(n)])
+        if finished.any() and ro.done_jobs < len(ro.jobs):
+            start(finished)
+
+
+def _run_lanes(ro: _Rollouts, envs: PipelinedVectorEnv) -> None:
+    """Lane by lane in a fixed order: collect the lane's results, act on its running sub-envs, send their
+    actions together with resets of its idle sub-envs to the next jobs. A sub-env whose episode ended sits
+    out one turn of its lane (its reset travels with the lane's next steps), so nothing ever waits on a
+    reset alone; once the jobs run out, idle sub-envs stay idle."""
+    in_flight: set[int] = set()
+    seeds: dict[int, int] = {}
+    outs: dict[int, PolicyOutput] = {}
     try:
-        while done_jobs < len(jobs):
-            batch = [
-                PolicyInput.from_obs(
-                    obs_i[i],
-                    hist[i],
-                    step=int(info_i[i].get("step", 0)),
-                    max_steps=int(info_i[i].get("max_steps", 10)),
-                )
-                for i in range(n)
-            ]
-            outs = policy.act(batch, greedy=cfg.greedy)
-            actions = [o.text for o in outs]
-            obs, rewards, terms, truncs, infos = envs.step(actions)
-            finished = np.zeros(n, dtype=bool)
-            for i in range(n):
-                info = _row(infos, i)
-                t = trajs[i]
-                if t is not None:
-                    x, o = batch[i], outs[i]
-                    t.steps.append(
-                        Step(
-                            group_id=t.group_id,
-                            traj_id=t.traj_id,
-                            t=len(t.steps),
-                            goal=x.goal,
-                            history=list(x.history),
-                            prompt=render_prompt(x),
-                            response=o.text,
-                            action=o.action.to_dict() if o.action is not None else None,
-                            valid=o.action is not None and info.get("invalid_action") is None,
-                            invalid_reason=info.get("invalid_action"),
-                            ui_elements=[e.to_dict() for e in x.elements],
-                            screen_key=str(info_i[i].get("screen_key", "")),
-                            thumbnail=_thumb(x.pixels, cfg.thumb_width),
-                            frame=np.array(x.pixels) if cfg.keep_frames and x.pixels is not None else None,
-                            reward=float(rewards[i]),
-                            done=bool(terms[i] or truncs[i]),
-                            logprob=float(o.logprob),
-                            value=o.value,
-                            step_max=x.max_steps,
-                        )
-                    )
-                    hist[i].append(o.action.to_json() if o.action is not None else "(invalid action)")
-                obs_i[i], info_i[i] = _row(obs, i), info
-                if terms[i] or truncs[i]:
-                    finished[i] = True
-                    if t is not None:
-                        t.errored = bool(info.get("errored"))
-                        t.score = float(info.get("score", 0.0)) if terms[i] else 0.0
-                        if t.errored:
-                            t.score = float("nan")
-                        t.success = (not t.errored) and t.score >= 1.0
-                        k, g = jobs[job_of[i]]
-                        slots[k][g] = t
-                        done_jobs += 1
-                        if progress is not None:
-                            progress.update(bar, completed=done_jobs)
-                    trajs[i] = None
-            if finished.any() and done_jobs < len(jobs):
-                start(finished)
+        for k, lane in enumerate(envs.lanes):
+            resets = {}
+            for i in lane:
+                job = ro.take_job(i)
+                if job is not None:
+                    seeds[i] = job[0]
+                    resets[i] = job
+            if resets:
+                with PHASES("env"):  # in-process lanes run here, worker-hosted ones only get the message
+                    envs.send(k, resets, {})
+                in_flight.add(k)
+        while in_flight:
+            for k, lane in enumerate(envs.lanes):
+                if k not in in_flight:
+                    continue
+                with PHASES("env"):
+                    reset_out, step_out = envs.recv(k)
+                in_flight.discard(k)
+                with PHASES("buffer"):
+                    for i in sorted(step_out):
+                        obs, r, term, trunc, info = step_out[i]
+                        ro.record(i, outs.pop(i), obs, r, term, trunc, info)
+                    for i in sorted(reset_out):
+                        obs, info = reset_out[i]
+                        ro.begin(i, seeds.pop(i), obs, info)
+                live = [i for i in lane if ro.inputs[i] is not None]
+                if live:
+                    ro.policy.bind(_LaneView(envs, live))
+                    outs.update(zip(live, ro.act(live), strict=True))
+                resets = {}
+                for i in lane:
+                    if ro.inputs[i] is None and (job := ro.take_job(i)) is not None:
+                        seeds[i] = job[0]
+                        resets[i] = job
+                if live or resets:
+                    with PHASES("env"):
+                        envs.send(k, resets, {i: outs[i].text for i in live})
+                    in_flight.add(k)
     finally:
-        if progress is not None:
-            progress.stop()
-    for k, grp in enumerate(groups):
-        grp.trajectories = [t for t in slots[k] if t is not None]
-    return groups
+        for k in in_flight:  # an error left requests in flight: collect their answers (or errors) first
+            try:
+                envs.recv(k)
+            except Exception:  # noqa: BLE001,S110 - the error being raised already says what went wrong
+                pass

@@ -39,6 +39,7 @@ from torch import nn
 
 from algos.policies.base import ActionEval, Policy, PolicyOutput
 from algos.prompt import PolicyInput, render_response
+from algos.timing import PHASES
 from voyager_gym import actions as A
 from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action, try_parse_action
 from voyager_gym.observation import UIElement
@@ -504,9 +505,10 @@ class SmallPolicy(Policy):
 
     # -- features and heads --------------------------------------------------------------------------------
     def featurize(self, batch: Sequence[PolicyInput]) -> list[SampleFeat]:
-        feats = [self.featurizer.sample(x) for x in batch]
-        for f in feats:
-            f.app_match = self._app_match(f.goal)
+        with PHASES("featurise"):
+            feats = [self.featurizer.sample(x) for x in batch]
+            for f in feats:
+                f.app_match = self._app_match(f.goal)
         return feats
 
     def _app_match(self, g: GoalFeat) -> np.ndarray:

@@ -164,7 +164,10 @@ def _worker(conn: Any, env_id: str, env_kwargs: dict[str, Any], indices: list[in
     interner = _Interner()
     try:
         while True:
-            cmd, args = conn.recv()
+            try:
+                cmd, args = conn.recv()
+            except EOFError:  # the parent died (killed): nothing left to answer
+                return
             try:
                 if cmd == "run":
                     out: Any = _run_lane(envs, interner, *args)
@@ -222,7 +225,8 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         self._local: dict[int, gym.Env] = {}
         self._conns: list[Any] = []
         self._procs: list[Any] = []
-        self._pending: dict[int, Any] = {}
+        self._pending: dict[int, Any] = {}  # lane -> its answer (None while still on the pipe)
+        self._queue: list[list[int]] = [[] for _ in range(max(1, workers))]  # lanes in flight per worker
         self._interners = [_Interner()]  # in-process lanes only
         self._uninterners = [_Uninterner() for _ in range(max(1, self.workers))]  # one per worker
         if self.workers == 0:
@@ -262,19 +266,20 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         if self.workers == 0:
             self._pending[lane] = _run_lane(self._local, self._interners[0], resets, actions)
         else:
-            self._conns[lane % self.workers].send(("run", (resets, actions)))
-            self._pending[lane] = None  # type: ignore[assignment]
+            w = lane % self.workers
+            self._conns[w].send(("run", (resets, actions)))
+            self._pending[lane] = None  # its answer, once read off the pipe
+            self._queue[w].append(lane)
 
     def recv(self, lane: int) -> LaneResult:
         """The results of `lane`'s request: ({sub-env: (obs, info)} of resets, {sub-env: (obs, reward,
         terminated, truncated, info)} of steps)."""
         if lane not in self._pending:
             raise RuntimeError(f"lane {lane} has no request in flight; send() one first")
-        msg = self._pending.pop(lane)
         w = lane % self.workers if self.workers else 0
-        if self.workers:
-            msg = self._answer(self._conns[w])
-        elements, (resets, steps) = msg
+        if self.workers and self._pending[lane] is None:
+            self._read_until(w, lane)
+        elements, (resets, steps) = self._pending.pop(lane)
         un = self._uninterners[w]
         un.apply(elements)
         resets = {i: (un.decode(obs), info) for i, (obs, info) in resets.items()}
@@ -282,6 +287,14 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         for i, (obs, *_rest) in {**resets, **steps}.items():
             self._obs[i] = obs
         return resets, steps
+
+    def _read_until(self, w: int, lane: int | None = None) -> None:
+        """Read worker w's answers in the order its requests went out, up to `lane`'s (all when None)."""
+        while self._queue[w]:
+            k = self._queue[w].pop(0)
+            self._pending[k] = self._answer(self._conns[w])
+            if k == lane:
+                return
 
     @staticmethod
     def _answer(conn: Any) -> Any:
@@ -292,8 +305,6 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
 
     def _by_worker(self, ids: list[int], cmd: str, *args: Any) -> dict[int, Any]:
         """Send `cmd` for sub-envs `ids` to the workers that host them (or run it here); merged answers."""
-        if self._pending:
-            raise RuntimeError(f"lanes {sorted(self._pending)} have requests in flight; recv() them first")
         if self.workers == 0:
             if cmd == "call":
                 name, a, kw = args
@@ -302,6 +313,7 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         owner = {i: self.lane_of(i) % self.workers for i in ids}
         used = sorted(set(owner.values()))
         for w in used:
+            self._read_until(w)  # lanes in flight answer first; their results wait for recv()
             self._conns[w].send((cmd, ([i for i in ids if owner[i] == w], *args)))
         out: dict[int, Any] = {}
         for w in used:

@@ -1,5 +1,11 @@
 """Fixtures shared by the algorithm tests."""
 
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
 
 from algos.prompt import PolicyInput
@@ -18,3 +24,19 @@ def wifi_screens() -> list[PolicyInput]:
     xs.append(PolicyInput.from_obs(obs, [a], 1, info["max_steps"]))
     env.close()
     return xs
+
+
+def kill_after_checkpoint(cmd: list[str], out: Path, cwd: Path, env: dict[str, str], iteration: int = 1,
+                          timeout: float = 300) -> int:
+    """Start `cmd`, SIGKILL it as soon as `out`'s checkpoint reaches `iteration`; returns the checkpoint's
+    iteration then (the test checks the run had not finished)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        ptr = out / "checkpoint.json"
+        if ptr.exists() and json.loads(ptr.read_text())["iteration"] >= iteration:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return json.loads((out / "checkpoint.json").read_text())["iteration"]

@@ -2,13 +2,13 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.algos.conftest import kill_after_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
@@ -64,16 +64,7 @@ def test_killed_training_resumes_from_last_checkpoint(tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, str(ROOT / "experiments" / "train.py"), *args, f"out_dir={out}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        ptr = out / "checkpoint.json"
-        if ptr.exists() and json.loads(ptr.read_text())["iteration"] >= 1:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done = json.loads((out / "checkpoint.json").read_text())["iteration"]
+    done = kill_after_checkpoint(cmd, out, ROOT, env)
     assert done < 3, "the run finished before it could be killed"
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
     rows = _rows(out)

@@ -1,5 +1,6 @@
 """Group rollouts through vector envs: G trajectories per instance, continuous batching, errored episodes."""
 
+import json
 import math
 
 import numpy as np
@@ -111,3 +112,87 @@ def test_pass_at_1_is_mean_per_template_then_over_templates():
     assert r["per_task"] == {"A": 0.5, "B": 1.0, "C": 0.5}
     assert r["pass_at_1"] == pytest.approx(2.0 / 3.0)
     assert r["errored"] == 2 and r["tasks_all_errored"] == ["D"]
+
+
+# -- PipelinedVectorEnv: lanes stepped in worker processes --------------------------------------------------
+def _small_rollouts(workers: int, pixels: bool = False) -> list:
+    from algos.policies.small import SmallPolicy
+
+    kw = {"render_scale": 0.05} if pixels else {"observation_mode": "elements"}
+    envs = make_vec(6, "pipelined", lanes=2, workers=workers, **kw)
+    policy = SmallPolicy(seed=0)
+    policy.reseed(5)
+    try:
+        cfg = RolloutConfig(group_size=3, thumb_width=16 if pixels else 0, keep_frames=pixels, seed=5)
+        return collect(policy, envs, TrainGenerator(TASKS, seed=2).take(4), cfg)
+    finally:
+        envs.close()
+
+
+def test_pipelined_rollouts_do_not_depend_on_the_worker_count():
+    """Same lanes and seeds: in-process, one worker hosting both lanes, or a worker per lane give the same
+    trajectories (actions, log-probs, elements, prompts, env seeds), frames and thumbnails included."""
+    ref = _small_rollouts(0, pixels=True)
+    assert sum(len(t.steps) for g in ref for t in g.trajectories) > 12
+    assert all(s.frame is not None and s.frame.shape[0] == 120 for g in ref for t in g.trajectories
+               for s in t.steps)
+    for workers in (1, 2):
+        got = _small_rollouts(workers, pixels=True)
+        assert [g.trajectories for g in got] == [g.trajectories for g in ref]
+
+
+def test_pipelined_elements_only_rollouts_match_across_workers_and_finish_every_job():
+    ref, got = _small_rollouts(0), _small_rollouts(2)
+    assert [g.trajectories for g in got] == [g.trajectories for g in ref]
+    assert [len(g.trajectories) for g in got] == [3, 3, 3, 3]
+    ids = [t.traj_id for g in got for t in g.trajectories]
+    assert len(set(ids)) == len(ids)
+    assert len({t.env_seed for g in got for t in g.trajectories}) == len(ids)  # screen noise differs
+
+
+def test_expert_acts_through_pipelined_lanes():
+    """The expert reads each sub-env's task: bound to the live sub-envs of the lane it acts on."""
+    envs = make_vec(4, "pipelined", lanes=2, workers=1, observation_mode="elements")
+    try:
+        insts = TrainGenerator(TASKS, seed=1).take(3)
+        groups = collect(ExpertPolicy(), envs, insts, RolloutConfig(group_size=3, thumb_width=0))
+    finally:
+        envs.close()
+    assert all(len(g.trajectories) == 3 and all(t.success for t in g.trajectories) for g in groups)
+
+
+def test_pipelined_env_answers_the_gymnasium_api():
+    envs = make_vec(3, "pipelined", lanes=2, workers=1, observation_mode="elements")
+    try:
+        obs, infos = envs.reset(seed=7, options={"task": "SystemWifiTurnOn", "instance_seed": 3})
+        assert len(obs["goal"]) == 3 and len(set(obs["goal"])) == 1 and list(infos["step"]) == [0, 0, 0]
+        acts = [json.dumps({"action_type": "navigate_home"})] * 3
+        obs, rewards, terms, truncs, infos = envs.step(acts)
+        assert list(infos["step"]) == [1, 1, 1] and not terms.any() and rewards.shape == (3,)
+        assert envs.call("expert_action")[0].startswith("{")
+        with pytest.raises(ValueError, match="not in lane"):
+            envs.send(0, {}, {2: acts[0]})
+    finally:
+        envs.close()
+
+
+def test_rollout_steps_render_prompts_lazily_and_round_trip_through_parquet(tmp_path):
+    """Rollouts store no prompt text and keep UIElements; both read back as before (text, dicts) and the
+    Parquet buffer and SFT export still hold them."""
+    from algos.buffer import TrajectoryBuffer
+    from algos.prompt import render_prompt
+    from voyager_gym.observation import UIElement
+
+    groups = _small_rollouts(1)
+    s = next(s for g in groups for t in g.trajectories for s in t.steps if s.t > 0)
+    assert s.__dict__["_prompt"] is None and all(isinstance(e, UIElement) for e in s.elements)
+    assert s.prompt == render_prompt(s.policy_input()) and s.prompt.startswith("Goal: ")
+    assert s.ui_elements == [e.to_dict() for e in s.elements]
+    buf = TrajectoryBuffer(groups)
+    buf.save(tmp_path / "b.parquet")
+    back = TrajectoryBuffer.load(tmp_path / "b.parquet")
+    assert back == buf
+    steps = [s for t in back.trajectories() for s in t.steps]
+    assert [x.policy_input().elements for x in steps] == [x.elements for x in buf.steps()]
+    ds = buf.to_sft_dataset()
+    assert ds["prompt"] == [render_prompt(x.policy_input()) for x in buf.steps()]

@@ -1,8 +1,14 @@
 """Run folders: metrics rows, atomic checkpoints, resume pointers."""
 
 import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
 
 from algos.run import Run
+from tests.algos.conftest import kill_after_checkpoint
 
 
 class _Saveable:
@@ -54,3 +60,70 @@ def test_cut_metrics_line_is_ignored(tmp_path):
     with open(run.metrics_path, "a") as f:
         f.write('{"iteration": 1, "pass_')  # a kill in the middle of a write
     assert [r["iteration"] for r in run.metrics()] == [0]
+
+
+# -- the training loop end to end: worker counts and a killed run --------------------------------------------
+LOOP_TASKS = ["SystemWifiTurnOn", "OpenAppTaskEval", "SystemCopyToClipboard"]
+
+
+def _base_policy(path):
+    """A small policy cloned from a few expert episodes (so that RFT has successes to train on), saved."""
+    from algos.policies.simple import ExpertPolicy
+    from algos.policies.small import SmallPolicy
+    from algos.rft import success_samples
+    from algos.rollout import RolloutConfig, collect
+    from voyager_gym.suites import TrainGenerator
+    from voyager_gym.vector import make_vec
+
+    envs = make_vec(3, "sync", observation_mode="elements")
+    groups = collect(ExpertPolicy(), envs, TrainGenerator(LOOP_TASKS, seed=9).take(6),
+                     RolloutConfig(group_size=1, greedy=True, thumb_width=0))
+    envs.close()
+    pol = SmallPolicy(seed=0)
+    pol.fit_sft(success_samples(groups), epochs=4, seed=0)
+    pol.save(path)
+
+
+def run_loop(out: str, base: str, workers: int, iterations: int = 3) -> None:
+    """RFT through `train_loop` on a pipelined env with `workers` worker processes (run in a subprocess by
+    the kill test; resumes from `out` when it holds a checkpoint)."""
+    import torch
+
+    from algos.loop import train_loop
+    from algos.policies.small import SmallPolicy
+    from algos.rft import RFT, RFTConfig
+    from voyager_gym.vector import make_vec
+
+    torch.set_num_threads(1)
+    envs = make_vec(4, "pipelined", lanes=2, workers=workers, observation_mode="elements")
+    run = Run(out, {"workers": workers}, wandb_mode="disabled")
+    algo = RFT(RFTConfig(iterations=iterations, instances_per_iter=6, group_size=4, epochs=2))
+    try:
+        train_loop(algo, SmallPolicy.load(base), envs, run, LOOP_TASKS, seed=3, eval_n_per_task=2)
+    finally:
+        envs.close()
+
+
+def _loop_rows(out):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in Run(out, {}, "disabled").metrics()]
+
+
+@pytest.mark.slow
+def test_loop_metrics_do_not_depend_on_workers_and_a_killed_run_resumes_exactly(tmp_path):
+    """One reference run with one rollout worker; a run with two workers, killed (SIGKILL) after its first
+    checkpoint and resumed with one: every metrics row (losses, Pass@1, per-task scores, env steps) equal."""
+    root = Path(__file__).resolve().parents[2]
+    base = tmp_path / "base"
+    _base_policy(base)
+    run_loop(str(tmp_path / "ref"), str(base), workers=1)
+    ref = _loop_rows(tmp_path / "ref")
+    assert [r["iteration"] for r in ref] == [0, 1, 2, 3]
+    assert all(r["train/sft_samples"] > 0 for r in ref[1:])  # the updates did train the policy
+
+    out = tmp_path / "killed"
+    code = f"from tests.algos.test_run import run_loop; run_loop({str(out)!r}, {str(base)!r}, workers=2)"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = kill_after_checkpoint([sys.executable, "-c", code], out, root, env)
+    assert 1 <= done < 3, f"expected a kill after the checkpoint of iteration 1 or 2, got {done}"
+    run_loop(str(out), str(base), workers=1)
+    assert _loop_rows(out) == ref

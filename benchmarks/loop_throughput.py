@@ -1,0 +1,235 @@
+"""Training-loop throughput: one iteration of RFT, GRPO, PPO and GRSD through `algos.loop.train_loop`, in env
+steps per second through the whole iteration (rollouts, update, evaluation, checkpoint, logging), with the
+share of each phase, against env-only throughput measured in the same run on the same instances.
+
+The reference replays every trajectory of the measured iteration (same instances, env seeds and actions) on
+one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and,
+for GRSD, also with its screenshots; the difference is the rendering share). The iteration counts its
+training env steps, as the loop does; its time includes the evaluation that follows it. The start policy
+of every algorithm is the same behaviour-cloned base policy (cached in --cache). Each figure is the fastest
+of --repeats runs, algorithms alternating (the machine may be shared).
+
+    python benchmarks/loop_throughput.py [--quick] [--algos rft,grpo,ppo,grsd] [--num-envs 16]
+        [--vector pipelined] [--workers 1] [--lanes 2] [--repeats 2]
+
+Phases (exclusive wall time, algos/timing.py): env (stepping, or waiting for worker processes), featurise,
+policy (forward passes and sampling), buffer (building trajectories), update (its own featurising
+included), evaluation (all of it), checkpoint, logging. With --workers 0 every env step runs here and
+rendering is timed inside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400}  # env steps/s through the loop (issue 13)
+ROLLOUT_PHASES = ("env", "render", "featurise", "policy", "buffer")
+
+
+def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
+    """A SmallPolicy behaviour-cloned on `demos` expert episodes per task (as experiments' base policy),
+    trained once and cached."""
+    from algos.policies.simple import ExpertPolicy
+    from algos.policies.small import SmallPolicy
+    from algos.rft import success_samples
+    from algos.rollout import RolloutConfig, collect
+    from voyager_gym.suites import TrainGenerator
+    from voyager_gym.vector import make_vec
+
+    path = cache / f"base-{len(tasks)}t-{demos}d-{epochs}e"
+    if (path / "model.safetensors").exists():
+        return SmallPolicy.load(path)
+    envs = make_vec(16, "sync", observation_mode="elements")
+    try:
+        groups = collect(ExpertPolicy(), envs, TrainGenerator(tasks, seed=10_000).take(demos * len(tasks)),
+                         RolloutConfig(group_size=1, greedy=True, thumb_width=0))
+    finally:
+        envs.close()
+    pol = SmallPolicy(seed=0)
+    pol.fit_sft(success_samples(groups), epochs=epochs, lr=1e-3)
+    pol.save(path)
+    return pol
+
+
+def make_algo(name: str, instances: int, group_size: int) -> Any:
+    from algos.grpo import GRPO, GRPOConfig
+    from algos.grsd import GRSD, GRSDConfig
+    from algos.ppo import PPO, PPOConfig
+    from algos.rft import RFT, RFTConfig
+
+    cls, cfg = {"rft": (RFT, RFTConfig), "grpo": (GRPO, GRPOConfig), "ppo": (PPO, PPOConfig),
+                "grsd": (GRSD, GRSDConfig)}[name]
+    return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size))
+
+
+def _timed_rendering() -> None:
+    """Charge SimDroid's screenshot rendering (render, noise, blend) to a `render` phase when envs step in
+    this process (worker processes are not seen)."""
+    from algos.timing import PHASES
+    from voyager_gym.backends.sim import backend as sim
+
+    def timed(fn: Any) -> Any:
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            with PHASES("render"):
+                return fn(*a, **kw)
+        return wrapper
+
+    sim.apply_noise, sim.blend = timed(sim.apply_noise), timed(sim.blend)
+    sim.Renderer.render = timed(sim.Renderer.render)
+
+
+def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Namespace,
+                  pixel_scale: float) -> dict[str, Any]:
+    """Iteration 0 (the start's evaluation) untimed, then iteration 1 timed by phase; its trajectories."""
+    from algos.loop import train_loop
+    from algos.rollout import collect
+    from algos.run import Run
+    from algos.timing import PHASES
+    from voyager_gym.vector import make_vec
+
+    kw: dict[str, Any] = {"observation_mode": "full" if pixel_scale else "elements"}
+    if pixel_scale:
+        kw["render_scale"] = pixel_scale
+    if args.vector == "pipelined":
+        kw.update(lanes=args.lanes, workers=args.workers)
+    envs = make_vec(args.num_envs, args.vector, **kw)
+    algo = make_algo(name, args.instances, args.group_size)
+    kept: list[Any] = []
+    import algos.loop as loop
+
+    def keep(*a: Any, **k: Any) -> Any:  # the measured iteration's groups, for the env-only replay
+        groups = collect(*a, **k)
+        kept.append(groups)
+        return groups
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Run(Path(tmp), {}, wandb_mode="disabled")
+            algo.cfg.iterations = 0
+            train_loop(algo, policy, envs, run, tasks, args.seed, args.eval_n)  # evaluation 0, checkpoint 0
+            algo.cfg.iterations = 1
+            loop.collect = keep
+            PHASES.reset()
+            t0 = time.perf_counter()
+            train_loop(algo, policy, envs, run, tasks, args.seed, args.eval_n)  # resumes: iteration 1
+            wall = time.perf_counter() - t0
+            loop.collect = collect
+            row = run.metrics()[-1]
+    finally:
+        loop.collect = collect
+        envs.close()
+    return {"wall": wall, "env_steps": row["env_steps"], "phases": dict(PHASES.seconds), "groups": kept[0]}
+
+
+def replay(groups: list[Any], pixel_scale: float) -> tuple[int, float]:
+    """Env-only: every trajectory's actions again on the same instance and env seed, one env, no policy.
+    Returns (steps, seconds inside reset/step)."""
+    from voyager_gym.env import VoyagerEnv
+
+    kw: dict[str, Any] = {"observation_mode": "full" if pixel_scale else "elements"}
+    if pixel_scale:
+        kw["render_scale"] = pixel_scale
+    env = VoyagerEnv(**kw)
+    steps, secs = 0, 0.0
+    for g in groups:
+        for t in g.trajectories:
+            opts = {"task": t.task, "params": dict(t.params)}
+            t0 = time.perf_counter()
+            env.reset(seed=t.env_seed, options=opts)
+            for s in t.steps:
+                env.step(s.response)
+            secs += time.perf_counter() - t0
+            steps += len(t.steps)
+    env.close()
+    return steps, secs
+
+
+def shares(phases: dict[str, float], wall: float) -> dict[str, float]:
+    """Share of the iteration's wall time per phase: rollout's phases, then update, evaluation, checkpoint,
+    logging."""
+    out: dict[str, float] = {}
+    for path, s in phases.items():
+        top, _, rest = path.partition("/")
+        leaf = path.rsplit("/", 1)[-1]
+        if top == "rollout":
+            key = leaf if rest else "rollout other"
+        else:
+            key = top
+        out[key] = out.get(key, 0.0) + s
+    out["other"] = max(0.0, wall - sum(phases.values()))
+    return {k: v / wall for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--algos", default="rft,grpo,ppo,grsd")
+    ap.add_argument("--quick", action="store_true", help="20 tasks, 40 instances x 4, 1 eval episode a task")
+    ap.add_argument("--tasks", type=int, default=0, help="first N tasks (default all 77)")
+    ap.add_argument("--instances", type=int, default=154)
+    ap.add_argument("--group-size", type=int, default=8)
+    ap.add_argument("--eval-n", type=int, default=4)
+    ap.add_argument("--num-envs", type=int, default=16)
+    ap.add_argument("--vector", default="pipelined", choices=("sync", "async", "pipelined"))
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--lanes", type=int, default=2)
+    ap.add_argument("--pixel-scale", type=float, default=0.25, help="GRSD's screenshot scale")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cache", default=".cache/voyager-gym/bench")
+    ap.add_argument("--json", default="", help="also write the results here")
+    args = ap.parse_args()
+    if args.quick:
+        args.tasks, args.instances, args.group_size, args.eval_n = args.tasks or 20, 40, 4, 1
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from voyager_gym.backends.sim.tasks import TASKS
+
+    tasks = sorted(TASKS)[: args.tasks or None]
+    algos = args.algos.split(",")
+    if args.vector == "pipelined" and args.workers == 0 or args.vector == "sync":
+        _timed_rendering()
+    policy = base_policy(tasks, Path(args.cache), demos=3, epochs=8)
+    print(f"{len(tasks)} tasks, {args.instances} instances x {args.group_size} rollouts, eval {args.eval_n} "
+          f"a task, {args.num_envs} envs ({args.vector}, lanes {args.lanes}, workers {args.workers}), "
+          f"torch threads {args.threads}, cpu count {os.cpu_count()}; fastest of {args.repeats}")
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(args.repeats):
+        for name in algos:
+            scale = args.pixel_scale if name == "grsd" else 0.0
+            r = one_iteration(name, policy, tasks, args, scale)
+            if name not in best or r["wall"] < best[name]["wall"]:
+                best[name] = r
+    results = {}
+    print(f"{'algo':<6}{'env steps':>10}{'wall s':>8}{'steps/s':>9}{'env-only/s':>11}{'ratio':>7}"
+          f"{'target':>8}  phases (share of the iteration's wall time)")
+    for name in algos:
+        r = best[name]
+        steps, secs = replay(r["groups"], 0.0)
+        env_only = steps / secs
+        rate = r["env_steps"] / r["wall"]
+        sh = shares(r["phases"], r["wall"])
+        extra = ""
+        if name == "grsd":
+            px_steps, px_secs = replay(r["groups"], args.pixel_scale)
+            extra = f"; env-only with screenshots {px_steps / px_secs:.0f}/s"
+        order = [*ROLLOUT_PHASES, "rollout other", "update", "evaluation", "checkpoint", "logging", "other"]
+        text = " ".join(f"{k} {sh[k]:.0%}" for k in order if sh.get(k, 0) >= 0.005)
+        ok = "ok" if rate >= TARGETS[name] else "MISS"
+        print(f"{name:<6}{r['env_steps']:>10}{r['wall']:>8.1f}{rate:>9.0f}{env_only:>11.0f}"
+              f"{rate / env_only:>7.2f}{TARGETS[name]:>6} {ok:<4}  {text}{extra}")
+        results[name] = {"env_steps": r["env_steps"], "wall_s": r["wall"], "steps_per_s": rate,
+                         "env_only_steps_per_s": env_only, "ratio": rate / env_only, "shares": sh}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

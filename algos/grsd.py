@@ -281,7 +281,9 @@ def load_run_forks(run_dir: str | Path) -> tuple[Path, ForkExamples]:
     if not ptr.is_file():
         raise FileNotFoundError(f"{run_dir} is not a training run folder with checkpoints (no "
                                 "checkpoint.json); expected the out_dir of `experiments/train.py algo=grsd`")
-    ckpt = run_dir / "checkpoints" / json.loads(ptr.read_text())["path"]
+    from algos.run import checkpoint_dir  # checkpoint.json may only point inside the run's checkpoints/
+
+    ckpt = checkpoint_dir(run_dir)
     if not (ckpt / FORKS_DIR).is_dir():
         raise FileNotFoundError(f"{ckpt} has no {FORKS_DIR}/ folder: the run holds no fork data (was it "
                                 "trained with algo=grsd?)")

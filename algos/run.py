@@ -1,24 +1,50 @@
 """A training run's folder: metrics.jsonl, wandb (offline by default), checkpoints, and resuming.
 
 Layout of `out_dir`:
-    config.json          the resolved config
-    metrics.jsonl        one JSON row per evaluation / iteration (append-only, fsynced)
-    checkpoints/it_K/    the policy and algorithm state after iteration K
+    config.json          the resolved config, written once when the folder is created (the run's identity)
+    .lock                held (flock, exclusive) by the one process that owns the folder
+    metrics.jsonl        one JSON row per evaluation / iteration (each row one O_APPEND write, fsynced)
+    checkpoints/it_K/    the policy and algorithm state after iteration K, with manifest.json (sha256 of
+                         every file, checked on load)
     checkpoint.json      which checkpoint is the latest (replaced atomically, last of all)
     wandb/               wandb's offline run files
+
+A folder guards itself: resuming with a config whose identity (everything but the `RESUME_NEUTRAL` keys)
+differs from config.json is refused with the differing keys named; a second process on the same folder fails
+at once; metrics rows are only ever appended, except that a resume drops the rows past the restored
+checkpoint (a truncation, never a rewrite); damaged rows are reported; a checkpoint whose files do not match
+their checksums is named and the previous one is used; checkpoint.json can only point inside checkpoints/.
 """
 
 from __future__ import annotations
 
+import fcntl
+import fnmatch
+import hashlib
 import json
 import os
 import random
+import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# Keys that say how (or how long) a run goes, not what it computes: resuming may change them. Dotted keys of
+# the flattened config, fnmatch patterns. A longer budget or more iterations continues the same run.
+RESUME_NEUTRAL = (
+    "progress", "wandb", "torch_threads", "resume", "out_dir", "cache_dir", "preset", "name", "workers",
+    "budget", "sb3_budget", "env_steps", "seeds", "*.iterations",
+)
+MANIFEST = "manifest.json"
+_CKPT_NAME = re.compile(r"it_\d+")
+
+
+class RunFolderError(RuntimeError):
+    """A run folder cannot be used as asked: another identity, another process, a damaged checkpoint."""
 
 
 def seed_everything(seed: int) -> None:
@@ -43,9 +69,152 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# -- identity ----------------------------------------------------------------------------------------------
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> leaf value of a nested config dict."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def identity(config: dict[str, Any], neutral: tuple[str, ...] = RESUME_NEUTRAL) -> dict[str, Any]:
+    """The keys that make a run what it is: the flattened config without the resume-neutral ones (JSON-normal
+    values, so a tuple and a list compare equal)."""
+    flat = json.loads(json.dumps(flatten(config), default=str))
+    return {k: v for k, v in flat.items() if not any(fnmatch.fnmatchcase(k, p) for p in neutral)}
+
+
+def identity_diff(stored: dict[str, Any], new: dict[str, Any],
+                  neutral: tuple[str, ...] = RESUME_NEUTRAL) -> list[str]:
+    """`key: stored -> new` for every identity key that differs (absent: <unset>)."""
+    a, b = identity(stored, neutral), identity(new, neutral)
+    unset = "<unset>"
+    return [f"{k}: {a.get(k, unset)!r} -> {b.get(k, unset)!r}"
+            for k in sorted(set(a) | set(b)) if a.get(k, unset) != b.get(k, unset)]
+
+
+# -- locking -----------------------------------------------------------------------------------------------
+def lock_folder(folder: Path) -> Any:
+    """An exclusive flock on folder/.lock, held while the returned file stays open. Another process holding
+    it is a RunFolderError at once (no waiting: two writers would interleave their rows)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / ".lock", "a+")  # noqa: SIM115 - held open for the owner's lifetime
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise RunFolderError(f"{folder} is in use by another process (its .lock is held); wait for it to "
+                             "finish or choose another out_dir") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+# -- metrics -----------------------------------------------------------------------------------------------
+def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
+    """The good rows of a metrics.jsonl, and the damaged ones as (line number, byte offset, text): lines cut
+    by a kill, empty lines and anything that is not a JSON object."""
+    rows: list[dict[str, Any]] = []
+    damaged: list[tuple[int, int, str]] = []
+    if not path.exists():
+        return rows, damaged
+    offset = 0
+    for n, raw in enumerate(path.read_bytes().splitlines(keepends=True), 1):
+        try:
+            row = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            damaged.append((n, offset, raw.decode(errors="replace").rstrip("\n")))
+        offset += len(raw)
+    return rows, damaged
+
+
+def report_damaged(path: Path, damaged: list[tuple[int, int, str]], what: str = "skipped") -> None:
+    for n, _, text in damaged:
+        shown = repr(text[:80]) + ("..." if len(text) > 80 else "")
+        print(f"{path}: line {n} is not a metrics row ({'empty' if not text.strip() else 'cut or garbled'}; "
+              f"{what}): {shown}", file=sys.stderr)
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The rows of a metrics.jsonl; damaged lines are reported on stderr, never silently dropped."""
+    rows, damaged = read_rows(path)
+    report_damaged(path, damaged)
+    return rows
+
+
+# -- checkpoints -------------------------------------------------------------------------------------------
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(folder: Path) -> None:
+    """manifest.json: sha256 and size of every file under `folder` (policy, state, buffers, forks)."""
+    files = {p.relative_to(folder).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    atomic_write_text(folder / MANIFEST, json.dumps(files, indent=1, sort_keys=True))
+
+
+def verify_manifest(folder: Path) -> None:
+    """Raise RunFolderError naming the first file of `folder` that is missing, added or differs from its
+    manifest. A checkpoint written before manifests existed (no manifest.json) is accepted as it is."""
+    mf = folder / MANIFEST
+    if not mf.exists():
+        return
+    try:
+        files = json.loads(mf.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RunFolderError(f"{mf} is damaged (not JSON)") from None
+    for rel, meta in sorted(files.items()):
+        p = folder / rel
+        if not p.is_file():
+            raise RunFolderError(f"{p} is missing (listed in {mf})")
+        if p.stat().st_size != meta["bytes"] or _sha256(p) != meta["sha256"]:
+            raise RunFolderError(f"{p} is damaged: its sha256 differs from {mf}")
+    extra = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST
+             and p.relative_to(folder).as_posix() not in files]
+    if extra:
+        raise RunFolderError(f"{extra[0]} was added after the checkpoint was written (not in {mf})")
+
+
+def checkpoint_dir(run_dir: str | Path, name: str | None = None) -> Path | None:
+    """The folder of checkpoint `name` (default: the one checkpoint.json names) inside run_dir/checkpoints,
+    or None when the run has none. A name that is not `it_<K>` or leads outside is a RunFolderError."""
+    run_dir = Path(run_dir)
+    if name is None:
+        ptr = run_dir / "checkpoint.json"
+        if not ptr.exists():
+            return None
+        try:
+            name = json.loads(ptr.read_text())["path"]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+            raise RunFolderError(f"{ptr} is damaged: expected {{'iteration': K, 'path': 'it_K'}}") from None
+    root = (run_dir / "checkpoints").resolve()
+    path = (root / str(name)).resolve()
+    if not isinstance(name, str) or not _CKPT_NAME.fullmatch(name) or path.parent != root:
+        raise RunFolderError(f"{run_dir / 'checkpoint.json'}: path {name!r} is not a checkpoint of this run "
+                             f"(expected it_<K> inside {run_dir / 'checkpoints'})")
+    return path
+
+
 class Run:
-    """Owns `out_dir`. `log(row)` appends to metrics.jsonl and wandb; `checkpoint(...)` saves the state of
-    iteration K so that a killed run resumes from the last completed iteration."""
+    """Owns `out_dir` (locked while open). `log(row)` appends to metrics.jsonl and wandb; `checkpoint(...)`
+    saves the state of iteration K so that a killed run resumes from the last completed iteration.
+    `neutral`: the config keys a resume may change (see RESUME_NEUTRAL)."""
 
     def __init__(
         self,
@@ -55,15 +224,38 @@ class Run:
         project: str = "voyager-gym",
         group: str | None = None,
         name: str | None = None,
+        neutral: tuple[str, ...] = RESUME_NEUTRAL,
     ):
         self.dir = Path(out_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock = lock_folder(self.dir)
+        try:
+            self._check_identity(config, neutral)
+        except BaseException:
+            self._lock.close()
+            raise
         self.config = config
-        atomic_write_text(self.dir / "config.json", json.dumps(config, indent=2, sort_keys=True, default=str))
         self.metrics_path = self.dir / "metrics.jsonl"
         self._wandb = None
         if wandb_mode != "disabled":
             self._wandb = self._start_wandb(wandb_mode, project, group, name)
+
+    def _check_identity(self, config: dict[str, Any], neutral: tuple[str, ...]) -> None:
+        """Write config.json for a new run; for an existing one, refuse a config of another identity."""
+        path = self.dir / "config.json"
+        if not path.exists():
+            atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True, default=str))
+            return
+        try:
+            stored = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise RunFolderError(f"{path} is damaged (not JSON); move the folder away to start afresh") \
+                from None
+        diff = identity_diff(stored, config, neutral)
+        if diff:
+            raise RunFolderError(
+                f"{self.dir} holds another run; its config differs in {len(diff)} key(s): " + "; ".join(diff)
+                + ". Resume it with its own settings, or start a new run with another out_dir (or move this "
+                "folder away)")
 
     def _start_wandb(self, mode: str, project: str, group: str | None, name: str | None):
         try:
@@ -92,37 +284,69 @@ class Run:
 
     # -- metrics ---------------------------------------------------------------------------------------
     def log(self, row: dict[str, Any]) -> None:
-        with open(self.metrics_path, "a") as f:
-            f.write(json.dumps(row, default=_jsonable) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        """Append one row with a single O_APPEND write (fsynced). A row cut by an earlier kill is first ended
+        with a newline, so it stays one damaged line and never swallows this one."""
+        data = (json.dumps(row, default=_jsonable) + "\n").encode()
+        fd = os.open(self.metrics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.metrics_path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":
+                        data = b"\n" + data
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         if self._wandb is not None:
             self._wandb.log(
                 {k: v for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
             )
 
     def metrics(self) -> list[dict[str, Any]]:
-        if not self.metrics_path.exists():
-            return []
-        rows = []
-        for line in self.metrics_path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill: dropped
-                continue
-        return rows
+        """The logged rows; damaged lines (cut by a kill, empty) are reported on stderr and skipped."""
+        return read_metrics(self.metrics_path)
 
     def truncate_metrics(self, keep: Any) -> None:
-        """Keep only rows for which keep(row) is true (on resume: drop rows past the last checkpoint)."""
-        rows = [r for r in self.metrics() if keep(r)]
-        atomic_write_text(self.metrics_path, "".join(json.dumps(r, default=_jsonable) + "\n" for r in rows))
+        """On resume: drop the rows past the restored checkpoint (those for which keep(row) is false) by
+        truncating the file after the last row kept; damaged lines among the dropped ones are reported. Rows
+        before it are never rewritten."""
+        rows, damaged = read_rows(self.metrics_path)
+        if not rows and not damaged:
+            return
+        lines: list[tuple[int, bool]] = []  # (offset, droppable) per line, in file order
+        raw = self.metrics_path.read_bytes().splitlines(keepends=True)
+        bad = {n: off for n, off, _ in damaged}
+        good = iter(rows)
+        offset = 0
+        for n, line in enumerate(raw, 1):
+            lines.append((offset, True if n in bad else not keep(next(good))))
+            offset += len(line)
+        cut = len(lines)
+        while cut > 0 and lines[cut - 1][1]:
+            cut -= 1
+        if cut == len(lines):
+            report_damaged(self.metrics_path, damaged, "kept in place")
+            return
+        cut_at = lines[cut][0]
+        dropped_damaged = [d for d in damaged if d[1] >= cut_at]
+        report_damaged(self.metrics_path, [d for d in damaged if d[1] < cut_at], "kept in place")
+        report_damaged(self.metrics_path, dropped_damaged, "dropped with the rows past the checkpoint")
+        os.truncate(self.metrics_path, cut_at)
+        fd = os.open(self.metrics_path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def checkpoint(
         self, iteration: int, policy: Any, state: dict[str, Any], extra: dict[str, Any] | None = None
     ) -> Path:
-        """Save policy + JSON state (+ extra objects with a `.save(path)`) for `iteration`, then point
-        checkpoint.json at it. A kill at any moment leaves the previous checkpoint usable."""
+        """Save policy + JSON state (+ extra objects with a `.save(path)`) for `iteration` with a manifest of
+        checksums, then point checkpoint.json at it. A kill at any moment leaves the previous checkpoint
+        usable; the last two are kept."""
         final = self.dir / "checkpoints" / f"it_{iteration}"
         tmp = self.dir / "checkpoints" / f".it_{iteration}.tmp"
         if tmp.exists():
@@ -134,6 +358,7 @@ class Run:
         atomic_write_text(
             tmp / "state.json", json.dumps({"iteration": iteration, **state}, default=_jsonable)
         )
+        write_manifest(tmp)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -146,18 +371,41 @@ class Run:
         return final
 
     def latest(self) -> tuple[Path, dict[str, Any]] | None:
-        ptr = self.dir / "checkpoint.json"
-        if not ptr.exists():
+        """The latest checkpoint whose files match their manifest, and its state. A damaged one is named on
+        stderr, renamed `damaged-it_K` (kept for inspection) and the previous checkpoint is used instead."""
+        path = checkpoint_dir(self.dir)
+        if path is None:
             return None
-        info = json.loads(ptr.read_text())
-        path = self.dir / "checkpoints" / info["path"]
-        state = json.loads((path / "state.json").read_text())
-        return path, state
+        older = [p for p in (self.dir / "checkpoints").glob("it_*")
+                 if _CKPT_NAME.fullmatch(p.name) and int(p.name[3:]) <= int(path.name[3:])]
+        candidates = sorted(older, key=lambda p: int(p.name[3:]), reverse=True)
+        if path not in candidates:
+            candidates.insert(0, path)
+        errors = []
+        for p in candidates:
+            try:
+                verify_manifest(p)
+                return p, json.loads((p / "state.json").read_text())
+            except (RunFolderError, FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError) as e:
+                errors.append(str(e))
+                print(f"checkpoint {p.name} cannot be used: {e}", file=sys.stderr)
+                if p.exists():
+                    os.replace(p, p.with_name(f"damaged-{p.name}"))
+        raise RunFolderError(f"{self.dir}: no usable checkpoint ({'; '.join(errors)}); move the folder away "
+                             "to start afresh")
 
     def close(self) -> None:
         if self._wandb is not None:
             self._wandb.finish()
             self._wandb = None
+        if not self._lock.closed:
+            self._lock.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _jsonable(x: Any) -> Any:
@@ -166,3 +414,31 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x.tolist()
     return str(x)
+
+
+# -- reproducibility ---------------------------------------------------------------------------------------
+PINNED_NUMERICS = {
+    # The same float operations give different bits under AVX-512 and AVX2 kernels (ATen's vectorised ops,
+    # MKL's GEMM): pin both to AVX2, which every x86-64 server since 2013 has. A user's own setting wins.
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2",
+}
+
+
+def pin_cpu_numerics(threads: int) -> None:
+    """Make a training process's numbers depend on its config and seed, not on the machine, where CPU torch
+    allows: one kernel ISA (PINNED_NUMERICS, set before torch runs its first op), a fixed number of intra-
+    and inter-op threads (reductions split by thread count add up in another order) and deterministic
+    algorithms. Called by the entry points, never on import."""
+    for k, v in PINNED_NUMERICS.items():
+        os.environ.setdefault(k, v)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(k, str(threads))
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # already set, or parallel work already started in this process
+        pass
+    torch.use_deterministic_algorithms(True, warn_only=True)

@@ -112,10 +112,16 @@ def new_policy(cfg: Any) -> Policy:
 
 def saved_policy_dir(path: str | Path) -> Path:
     """A saved policy's folder: `path` itself, or a run folder's latest checkpoint's policy."""
+    from algos.run import RunFolderError, checkpoint_dir, verify_manifest
+
     path = Path(path)
     if (path / "checkpoint.json").exists():
-        ptr = json.loads((path / "checkpoint.json").read_text())
-        return path / "checkpoints" / ptr["path"] / "policy"
+        try:
+            ckpt = checkpoint_dir(path)
+            verify_manifest(ckpt)
+        except RunFolderError as e:
+            raise SystemExit(f"policy.path={str(path)!r}: {e}") from None
+        return ckpt / "policy"
     if not path.is_dir():
         raise SystemExit(f"policy.path={str(path)!r}: expected a saved policy folder or a run folder")
     return path
@@ -222,21 +228,20 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
     """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
     once per recipe as a resumable run under cfg.cache_dir. Returns the policy and its last metrics row."""
     from algos.loop import train_loop
-    from algos.run import Run
+    from algos.run import Run, checkpoint_dir, read_metrics, verify_manifest
 
     path = Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
-    run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
-    try:
-        if not (path / "done").exists():
+    if not (path / "done").exists():
+        run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
+        try:
             base = load_or_train_base(cfg, tasks, envs)
             print(f"training the RFT start checkpoint in {path} (cached for later runs)")
             train_loop(make_algorithm(cfg, "rft"), base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task,
                        progress=cfg.progress, suite_backend=suite_backend(cfg))
             (path / "done").write_text("1")
-        last = run.latest()
-        assert last is not None
-        ckpt, _ = last
-        policy = type(new_policy(cfg)).load(ckpt / "policy")
-        return policy, run.metrics()[-1]
-    finally:
-        run.close()
+        finally:
+            run.close()
+    # read-only from here: the parallel pairs of a comparison read the cached checkpoint at once, unlocked
+    ckpt = checkpoint_dir(path)
+    verify_manifest(ckpt)
+    return type(new_policy(cfg)).load(ckpt / "policy"), read_metrics(path / "metrics.jsonl")[-1]

@@ -7,8 +7,11 @@
 1. The RFT checkpoint (the base policy, then RFT) is trained once and cached; every run starts from it.
 2. Each (algorithm, seed) pair trains with the same budget of environment steps through the same loop
    (algos/loop.py): the same training instances, Pass@1 on the same held-out instances after every
-   `<algo>.eval_every` iterations. Pairs run in `workers` processes; a pair that finished is never rerun, a
-   pair that was killed resumes from its last checkpoint.
+   `<algo>.eval_every` iterations. Pairs run in `workers` processes; a pair that finished with this config
+   is not rerun, a pair that was killed resumes from its last checkpoint, a finished pair given a larger
+   budget continues, and a pair whose config changed otherwise (or whose budget shrank) is moved to
+   `replaced/` and run again. Every argument (keys, values, tasks, algorithms) is checked before the folder
+   is touched, and the folder is locked while a comparison runs in it.
 3. The run folder gets metrics.jsonl (every pair's rows), curves.png (Pass@1 against env steps, mean and 95%
    t-interval across seeds), table.md, report.html (self-contained) and one wandb run per pair, grouped by the
    comparison (offline unless wandb=online).
@@ -19,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import multiprocessing as mp
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +31,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from experiments.config import SB3, CompareConfig, as_dict, parse
+from experiments.config import SB3, CompareConfig, as_dict, parse, run_config
 
 
 def parse_compare(argv: Sequence[str]) -> CompareConfig:
@@ -38,19 +42,73 @@ def parse_compare(argv: Sequence[str]) -> CompareConfig:
 # ------------------------------------------------------------------------------------------------------------
 # One (algorithm, seed) pair, in its own process
 # ------------------------------------------------------------------------------------------------------------
+def pair_config(cfg: CompareConfig, algo: str, seed: int) -> dict[str, Any]:
+    """What a pair's run folder stores (its identity): its algorithm's section, its seed, the start's seed."""
+    if algo == SB3:  # the keys of sb3_ppo.train's own config that the comparison sets
+        from algos.sb3_ppo import DEFAULT_TASKS
+        from experiments.common import resolve_tasks
+
+        tasks = DEFAULT_TASKS if cfg.tasks == ["all"] else resolve_tasks(cfg.tasks, cfg.env.backend)
+        return {"algo": SB3, "seed": seed, "tasks": list(tasks), "eval_n_per_task": cfg.eval_n_per_task}
+    return {**run_config(cfg, algo, seed), "start_seed": cfg.seed}
+
+
+def pair_budget(cfg: CompareConfig, algo: str) -> int:
+    return cfg.sb3_budget if algo == SB3 else cfg.budget
+
+
+def pair_status(cfg: CompareConfig, algo: str, seed: int, out: Path) -> str:
+    """'done' (finished with this config and budget), 'resume' (nothing yet, killed, or a larger budget now)
+    or 'rerun' (its config changed, or it trained past the new budget)."""
+    from algos.run import identity_diff
+
+    pair = out / "runs" / f"{algo}-s{seed}"
+    if not (pair / "config.json").exists():
+        return "resume"
+    stored = json.loads((pair / "config.json").read_text())
+    expected = pair_config(cfg, algo, seed)
+    if algo == SB3:
+        stored = {k: stored.get(k) for k in expected}
+    if identity_diff(stored, expected):
+        return "rerun"
+    done = pair / "done"
+    if not done.exists():
+        return "resume"
+    finished = json.loads(done.read_text()).get("budget")
+    if finished == pair_budget(cfg, algo):
+        return "done"
+    return "resume" if finished is not None and finished < pair_budget(cfg, algo) else "rerun"
+
+
+def set_aside(pair: Path, out: Path) -> Path:
+    """Move a pair folder out of runs/ into replaced/ (kept, never deleted; the report reads runs/ only)."""
+    k = 0
+    while (dest := out / "replaced" / f"{pair.name}.{k}").exists():
+        k += 1
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(pair), dest)
+    return dest
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One (algorithm, seed) pair, in its own process
+# ------------------------------------------------------------------------------------------------------------
 def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
-    import torch
-
     from algos.loop import train_loop
-    from algos.run import Run
+    from algos.run import Run, pin_cpu_numerics
     from experiments.common import load_or_train_rft, make_algorithm, make_envs, resolve_tasks, suite_backend
 
-    torch.set_num_threads(cfg.torch_threads)
+    pin_cpu_numerics(cfg.torch_threads)
     pair = Path(out) / "runs" / f"{algo}-s{seed}"
-    if (pair / "done").exists():
+    status = pair_status(cfg, algo, seed, Path(out))
+    if status == "done":
         return str(pair)
+    if status == "rerun":
+        print(f"  {algo} seed {seed}: config or budget changed; the old run is kept in "
+              f"{set_aside(pair, Path(out))}")
+    (pair / "done").unlink(missing_ok=True)
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
     if algo == SB3:  # trains from scratch through the fixed-size wrapper, on the simple tasks by default
         from algos import sb3_ppo
@@ -58,7 +116,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         sb3_ppo.train(cfg.sb3_budget, seed=seed, tasks=None if cfg.tasks == ["all"] else tasks,
                       eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb)
     else:
-        run = Run(pair, {**cfg_dict, "algo": algo, "seed": seed}, wandb_mode=cfg.wandb,
+        run = Run(pair, pair_config(cfg, algo, seed), wandb_mode=cfg.wandb,
                   group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
         try:
             a = make_algorithm(cfg, algo)
@@ -71,7 +129,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
                 envs.close()
         finally:
             run.close()
-    (pair / "done").write_text(json.dumps({"finished": time.time()}))
+    (pair / "done").write_text(json.dumps({"finished": time.time(), "budget": pair_budget(cfg, algo)}))
     return str(pair)
 
 
@@ -94,17 +152,35 @@ def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> Path:
     cfg = parse_compare(sys.argv[1:] if argv is None else argv)
     names = list(cfg.algo)
-    out = Path(cfg.out_dir or f"runs/compare-{'-'.join(names)}")
-    out.mkdir(parents=True, exist_ok=True)
-    cfg_dict = as_dict(cfg)
-    (out / "config.json").write_text(json.dumps(cfg_dict, indent=2, sort_keys=True, default=str))
-    import torch
+    from algos.run import RunFolderError, lock_folder
+    from experiments.common import make_algorithm, resolve_tasks
 
-    torch.set_num_threads(cfg.torch_threads)
+    resolve_tasks(cfg.tasks, cfg.env.backend)  # every argument is checked before the folder is touched
+    for a in names:
+        if a != SB3:
+            make_algorithm(cfg, a)
+    out = Path(cfg.out_dir or f"runs/compare-{'-'.join(names)}")
+    try:
+        lock = lock_folder(out)
+    except RunFolderError as e:
+        raise SystemExit(f"compare: {e}") from None
+    try:
+        return _compare(cfg, names, out)
+    finally:
+        lock.close()
+
+
+def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
+    """The comparison in its (locked) folder: the start checkpoint, the pairs, the outputs."""
+    from algos.run import atomic_write_text, pin_cpu_numerics
+
+    cfg_dict = as_dict(cfg)
+    atomic_write_text(out / "config.json", json.dumps(cfg_dict, indent=2, sort_keys=True, default=str))
+    pin_cpu_numerics(cfg.torch_threads)
     t0 = time.perf_counter()
     start = prepare_start(cfg) if any(a != SB3 for a in names) else None
     pairs = [(a, s) for a in names for s in range(cfg.seeds)]
-    todo = [(a, s) for a, s in pairs if not (out / "runs" / f"{a}-s{s}" / "done").exists()]
+    todo = [(a, s) for a, s in pairs if pair_status(cfg, a, s, out) != "done"]
     print(f"compare: {len(pairs)} algorithm-seed pairs ({len(pairs) - len(todo)} already done), "
           f"budget {cfg.budget} env steps each, {cfg.workers} workers; folder {out}")
     if cfg.workers <= 1 or len(todo) <= 1:

@@ -386,6 +386,17 @@ def as_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
+def run_config(cfg: Any, algo: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The config a run folder of `algo` (default cfg.algo) with `seed` stores: the resolved config without
+    the other algorithms' sections, which cannot change this run (its identity, see algos/run.py)."""
+    algo = algo or cfg.algo
+    d = {k: v for k, v in as_dict(cfg).items() if k not in ALGORITHMS or k == algo}
+    d["algo"] = algo
+    if seed is not None:
+        d["seed"] = seed
+    return d
+
+
 # -- help ----------------------------------------------------------------------------------------------------
 def field_docs(cls: type) -> dict[str, str]:
     """Field name -> its comment in the class body (the trailing comment and the comment lines under it),

@@ -23,15 +23,11 @@ HARD = 10  # hardest tasks shown
 
 
 def load_rows(out: Path) -> list[dict[str, Any]]:
-    """Every pair's metrics rows (runs/<algo>-s<seed>/metrics.jsonl), in folder order."""
-    rows = []
-    for f in sorted((out / "runs").glob("*/metrics.jsonl")):
-        for line in f.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill
-                continue
-    return rows
+    """Every pair's metrics rows (runs/<algo>-s<seed>/metrics.jsonl), in folder order; damaged lines (cut by a
+    kill, empty) are reported on stderr and left out."""
+    from algos.run import read_metrics
+
+    return [r for f in sorted((out / "runs").glob("*/metrics.jsonl")) for r in read_metrics(f)]
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -253,10 +249,10 @@ def report_html(out: Path, md: str, pictures: list[Path]) -> str:
 def write_outputs(
     out: Path, algos: list[str], seeds: int, start_row: dict[str, Any] | None
 ) -> dict[str, Any]:
+    from algos.run import atomic_write_text
+
     rows = load_rows(out)
-    tmp = out / "metrics.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(out / "metrics.jsonl")
+    atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     if start_row is not None:
         (out / "start.json").write_text(json.dumps(start_row))
     start = start_row["pass_at_1"] if start_row else None
@@ -274,11 +270,22 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     rc = parse(sys.argv[1:] if argv is None else argv, ReportConfig, "report")
     out = Path(rc.run_dir)
-    if not (out / "config.json").exists() or not (out / "runs").is_dir():
-        raise SystemExit(f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/)")
-    cfg = json.loads((out / "config.json").read_text())
-    start = json.loads((out / "start.json").read_text()) if (out / "start.json").exists() else None
-    write_outputs(out, algorithms_of(cfg), cfg.get("seeds", 1), start)
+    compare_folder = (out / "config.json").exists() and (out / "runs").is_dir()
+    if not compare_folder or (out / "checkpoint.json").exists():
+        raise SystemExit(f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/); "
+                         "a training run's folder is never rewritten")
+    from algos.run import RunFolderError, lock_folder
+
+    try:
+        lock = lock_folder(out)  # not while a comparison is writing it
+    except RunFolderError as e:
+        raise SystemExit(f"report: {e}") from None
+    try:
+        cfg = json.loads((out / "config.json").read_text())
+        start = json.loads((out / "start.json").read_text()) if (out / "start.json").exists() else None
+        write_outputs(out, algorithms_of(cfg), cfg.get("seeds", 1), start)
+    finally:
+        lock.close()
     print((out / "table.md").read_text())
 
 

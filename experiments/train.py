@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.config import TrainConfig, as_dict, parse
+from experiments.config import TrainConfig, parse, run_config
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, TrainConfig, "train")
     from algos.loop import train_loop
-    from algos.run import Run
+    from algos.run import Run, RunFolderError, pin_cpu_numerics
     from experiments.common import (
         load_or_train_base,
         load_or_train_rft,
@@ -39,10 +39,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{out} already holds a run; pass resume=true to continue it or choose another out_dir"
         )
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
-    import torch
-
-    torch.set_num_threads(cfg.torch_threads)
-    run = Run(out, as_dict(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
+    pin_cpu_numerics(cfg.torch_threads)
+    try:
+        run = Run(out, run_config(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
+    except RunFolderError as e:
+        raise SystemExit(f"train: {e}") from None
     envs = make_envs(cfg, pixels=algo.needs_pixels)
     t0 = time.perf_counter()
     try:
@@ -61,11 +62,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         envs.close()
         run.close()
-    rows = run.metrics()
-    first, final = rows[0]["pass_at_1"], rows[-1]["pass_at_1"]
+    evals = [r for r in run.metrics() if r.get("pass_at_1") is not None]
+    if not evals:  # every row was damaged (reported above): say so rather than fail on an empty list
+        print(f"{cfg.algo}: {out / 'metrics.jsonl'} holds no evaluation rows; run folder {out}")
+        return last
     print(
-        f"{cfg.algo}: Pass@1 {first:.3f} -> {final:.3f} over {len(rows) - 1} iterations, "
-        f"{rows[-1]['env_steps']} env steps, {time.perf_counter() - t0:.0f} s; run folder {out}"
+        f"{cfg.algo}: Pass@1 {evals[0]['pass_at_1']:.3f} -> {evals[-1]['pass_at_1']:.3f} over "
+        f"{evals[-1]['iteration']} iterations, {evals[-1]['env_steps']} env steps, "
+        f"{time.perf_counter() - t0:.0f} s; run folder {out}"
     )
     return last
 

@@ -7,8 +7,10 @@ by sb3-contrib's MaskablePPO on training instances (never eval seeds) in a Dummy
 
 Training runs in chunks of `eval_every` env steps. Before the first chunk and after each one, Pass@1 is
 measured greedily on the held-out eval suite (AndroidWorld seeding), a row is logged, and the model is
-checkpointed with `model.save`. Each chunk starts from freshly reset envs and RNGs seeded by (seed, chunk),
-so a run killed after chunk K and resumed from its checkpoint repeats chunk K+1 exactly as an unbroken run.
+checkpointed as data only (`SB3Checkpoint`: policy and optimizer tensors in safetensors, the rest in JSON):
+never SB3's `model.save` zip, whose entries are cloudpickle and would run code from the run folder on load.
+Each chunk starts from freshly reset envs and RNGs seeded by (seed, chunk), so a run killed after chunk K
+and resumed from its checkpoint repeats chunk K+1 exactly as an unbroken run.
 
     from algos.sb3_ppo import train
     rows = train(env_steps=65_536, seed=0, tasks=None, eval_n_per_task=4, out_dir="runs/sb3-ppo-s0")
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import time
 from collections import deque
@@ -40,7 +43,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from algos.buffer import Trajectory
 from algos.evaluation import pass_at_1
-from algos.run import Run
+from algos.run import Run, pin_cpu_numerics
 from voyager_gym import actions as A
 from voyager_gym.env import VoyagerEnv
 from voyager_gym.suites import TaskInstance, eval_suite
@@ -172,6 +175,65 @@ def evaluate(
     return out
 
 
+class SB3Checkpoint:
+    """A MaskablePPO's resumable state as data only: policy.safetensors (the policy's state dict),
+    optimizer.safetensors + optimizer.json (Adam's tensors; its param groups and per-parameter keys) and
+    model.json (step and update counters). Loading builds a fresh model from the config and fills these in:
+    nothing in the folder is ever unpickled or executed."""
+
+    FILES = ("policy.safetensors", "optimizer.safetensors", "optimizer.json", "model.json")
+
+    def __init__(self, model: MaskablePPO):
+        self.model = model
+
+    def save(self, path: Path) -> None:
+        from safetensors.torch import save_file
+
+        path.mkdir(parents=True, exist_ok=True)
+        m = self.model
+        save_file({k: v.detach().contiguous() for k, v in m.policy.state_dict().items()},
+                  path / "policy.safetensors")
+        opt = m.policy.optimizer.state_dict()
+        tensors, scalars = {}, {}
+        for idx, st in opt["state"].items():
+            for name, v in st.items():
+                if torch.is_tensor(v):
+                    tensors[f"{idx}.{name}"] = v.detach().contiguous()
+                else:
+                    scalars[f"{idx}.{name}"] = v
+        save_file(tensors, path / "optimizer.safetensors")
+        meta = {"param_groups": opt["param_groups"], "scalars": scalars}
+        (path / "optimizer.json").write_text(json.dumps(meta))
+        (path / "model.json").write_text(json.dumps({"num_timesteps": int(m.num_timesteps),
+                                                     "n_updates": int(m._n_updates),
+                                                     "episode_num": int(m._episode_num)}))
+
+    @staticmethod
+    def load(path: Path, vec: VecEnv, cfg: SB3PPOConfig, seed: int) -> MaskablePPO:
+        """A model built from `cfg` with the saved tensors and counters. A checkpoint that holds SB3's
+        pickled zip instead (written before this format) is refused, not unpickled."""
+        from safetensors.torch import load_file
+
+        missing = [f for f in SB3Checkpoint.FILES if not (path / f).is_file()]
+        if missing:
+            raise ValueError(f"{path}: not an sb3-ppo checkpoint of this version (missing "
+                             f"{', '.join(missing)}); older checkpoints hold pickled policy.zip files, "
+                             "which are never loaded: start the run in a new out_dir")
+        model = _new_model(vec, cfg, seed)
+        model.policy.load_state_dict(load_file(path / "policy.safetensors"), strict=True)
+        meta = json.loads((path / "optimizer.json").read_text())
+        state: dict[int, dict[str, Any]] = {}
+        for key, v in [*load_file(path / "optimizer.safetensors").items(), *meta["scalars"].items()]:
+            idx, name = key.split(".", 1)
+            state.setdefault(int(idx), {})[name] = v
+        model.policy.optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+        counters = json.loads((path / "model.json").read_text())
+        model.num_timesteps = counters["num_timesteps"]
+        model._n_updates = counters["n_updates"]
+        model._episode_num = counters["episode_num"]
+        return model
+
+
 def _new_model(vec: VecEnv, cfg: SB3PPOConfig, seed: int) -> MaskablePPO:
     return MaskablePPO(
         "MultiInputPolicy",
@@ -209,7 +271,7 @@ def train(
     tasks = list(tasks or DEFAULT_TASKS)
     if env_steps < 0:
         raise ValueError(f"env_steps must be >= 0, got {env_steps}")
-    torch.set_num_threads(cfg.torch_threads)
+    pin_cpu_numerics(cfg.torch_threads)
     config = {
         "algo": "sb3-ppo",
         "env_steps": env_steps,
@@ -234,7 +296,7 @@ def train(
         model, it, wall0 = _new_model(vec, cfg, seed), 0, 0.0
     else:
         path, state = last
-        model = MaskablePPO.load(path / "policy.zip", env=vec, device="cpu")
+        model = SB3Checkpoint.load(path / "policy", vec, cfg, seed)
         it, wall0 = state["iteration"], state["wall_s"]
         run.truncate_metrics(lambda r: r.get("iteration", -1) <= state["iteration"])
         print(f"resuming sb3-ppo from {path.name}: {model.num_timesteps} env steps done")
@@ -244,7 +306,7 @@ def train(
         if last is None:
             ev = evaluate(model, instances, cfg, seed)
             emit(_row(seed, 0, 0, ev, {}, time.perf_counter() - t0, 0.0))
-            run.checkpoint(0, model, {"env_steps": 0, "wall_s": time.perf_counter() - t0})
+            run.checkpoint(0, SB3Checkpoint(model), {"env_steps": 0, "wall_s": time.perf_counter() - t0})
         rollout = cfg.n_envs * cfg.n_steps
         while model.num_timesteps < env_steps:
             it += 1
@@ -270,7 +332,8 @@ def train(
             losses["charts/train_episode_length"] = float(np.mean([e["l"] for e in eps])) if eps else math.nan
             ev = evaluate(model, instances, cfg, seed)
             emit(_row(seed, it, model.num_timesteps, ev, losses, time.perf_counter() - t0, sps))
-            run.checkpoint(it, model, {"env_steps": model.num_timesteps, "wall_s": time.perf_counter() - t0})
+            run.checkpoint(it, SB3Checkpoint(model),
+                           {"env_steps": model.num_timesteps, "wall_s": time.perf_counter() - t0})
     finally:
         vec.close()
         run.close()

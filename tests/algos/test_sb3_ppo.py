@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
@@ -31,7 +32,8 @@ def test_short_learn_logs_eval_rows_and_checkpoints(tmp_path):
     assert rows[-1]["losses/entropy"] < 0  # SB3 logs minus the entropy of a non-degenerate policy
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in logged] == [0, 1, 2]
-    assert (tmp_path / "checkpoints" / "it_2" / "policy.zip").exists()
+    saved = sorted(p.name for p in (tmp_path / "checkpoints" / "it_2" / "policy").iterdir())
+    assert saved == ["model.json", "optimizer.json", "optimizer.safetensors", "policy.safetensors"]
     assert json.loads((tmp_path / "checkpoint.json").read_text())["iteration"] == 2
 
 
@@ -84,3 +86,41 @@ def test_bad_arguments_name_the_value(tmp_path):
         train(64, tasks=["SystemWifiTurnOnn"], out_dir=tmp_path / "b", cfg=CFG)
     with pytest.raises(ValueError, match="env_steps must be"):
         train(-1, tasks=TASKS, out_dir=tmp_path / "c", cfg=CFG)
+
+
+def test_resume_never_unpickles_anything_from_the_run_folder(tmp_path):
+    """A planted pickle (SB3's policy.zip layout, and a stray data.pkl) next to a checkpoint is never loaded,
+    even with the manifest rewritten to list it: resuming reads safetensors and JSON only."""
+    import pickle
+    import zipfile
+
+    from algos.run import write_manifest
+
+    train(128, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    marker = tmp_path / "PWNED"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    ckpt = tmp_path / "checkpoints" / "it_1"
+    with zipfile.ZipFile(ckpt / "policy.zip", "w") as z:
+        z.writestr("data", pickle.dumps(Payload()))
+        z.writestr("policy.optimizer.pth", pickle.dumps(Payload()))
+    (ckpt / "policy" / "data.pkl").write_bytes(pickle.dumps(Payload()))
+    write_manifest(ckpt)
+    rows = train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    assert [r["env_steps"] for r in rows] == [256]
+    assert not marker.exists()
+
+
+def test_an_old_pickled_checkpoint_is_refused_not_loaded(tmp_path):
+    train(128, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    ckpt = tmp_path / "checkpoints" / "it_1"
+    for f in (ckpt / "policy").iterdir():
+        f.unlink()
+    (ckpt / "policy").rmdir()
+    (ckpt / "policy.zip").write_bytes(b"PK")
+    (ckpt / "manifest.json").unlink()  # as written before manifests existed
+    with pytest.raises(ValueError, match="never loaded"):
+        train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)

@@ -25,37 +25,8 @@ from voyager_gym.actions import Action
 def round_trip(policy: Any, inputs: list[PolicyInput],
                actions: list[Action]) -> list[tuple[Action | None, str]]:
     """For each (input, expert action): the decoded action (None when not representable) and, when it is
-    not, why (which field has no target)."""
-    from algos.policies.small import NEEDS_ELEMENT, OPTIONAL_ELEMENT
-
-    feats = policy.featurize(inputs)
-    tg = policy._targets(feats, actions)
-    out: list[tuple[Action | None, str]] = []
-    for b, (f, a) in enumerate(zip(feats, actions, strict=True)):
-        t = a.action_type
-        why = ""
-        if not tg.parsed[b]:
-            why = "unparsed"
-        elif (t in NEEDS_ELEMENT or t in OPTIONAL_ELEMENT) and tg.element[b] is None:
-            if a.index is not None:
-                why = "element index beyond the kept elements"
-            else:
-                why = "a point inside no element" if a.x is not None else "no element"
-        elif t == A.OPEN_APP and tg.app[b] is None:
-            why = "unknown app"
-        elif t == A.INPUT_TEXT and not tg.spans[b]:
-            why = "typed text is not a goal span"
-        elif t == A.ANSWER and not tg.answers[b]:
-            why = "answer is no element's label"
-        if why:
-            out.append((None, why))
-            continue
-        span = tg.spans[b][0] if tg.spans[b] else (0, 0)
-        ans = tg.answers[b][0] if tg.answers[b] else 0
-        decoded = policy._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
-                                       tg.app[b] or 0, span, ans)
-        out.append((decoded, ""))
-    return out
+    not, why. The policy defines its own action space (`round_trip`)."""
+    return policy.round_trip(inputs, actions)
 
 
 def same_action(a: Action, b: Action) -> bool:

@@ -3,21 +3,27 @@
 Instead of reading a token-level prompt, the policy reads structure: the goal as hashed word tokens (with
 their character offsets), the last few actions, and every UI element as one vector (an EmbeddingBag over its
 words plus flags and its box). `[CLS] + goal + history + elements` go through a small transformer; heads pick
-each field of an AndroidWorld action: its type, an element (pointer), a direction, typed text as a copied goal
-span, an app from the launcher's list, a goal status, an answer (pointer to an element whose label is the
-answer), and a value from CLS. The response is the usual `Reason: ... Action: {json}` text, so the buffer, the
-env and the other policies never know the difference.
+each field of an AndroidWorld action: its type; an element (pointer) and, for taps, where in it (its centre,
+an index action, or a point of a grid over its box: the far end of a slider); a direction; a goal status; an
+app from the launcher's list or a name copied from the goal ("the dialer app"); copied text for input_text
+and answers: a source (the goal, or an element's label) and a token span in it, so typed text and answers can
+be read off the screen ("20" in "Attendance: 20 people"); and for answers that are lists, a Bernoulli per
+element whose labels are joined by ", " in screen order. A value comes from CLS. The response is the usual
+`Reason: ... Action: {json}` text, so the buffer, the env and the other policies never know the difference.
+`round_trip` encodes any action as these targets and decodes it back (benchmarks/policy_coverage.py).
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
-components' log-probs; the text and answer components marginalise over every goal span / element giving the
-same string, so `log_probs(act(x).text) == act(x).logprob`. Components the model cannot represent (typed
-text that is not a goal substring, an answer that is no element's label, an unknown app, an index beyond the
-kept elements, an action type the screen rules out such as a click with no elements, or an unparseable
-response as a whole) add the constant `FLOOR_LOGPROB` with no gradient. Sampling and scoring both use
-`temperature` (logits / temperature), so PPO/GRPO ratios stay consistent.
+components' log-probs; text and answers marginalise over every source, span and answer form giving the same
+string, so `log_probs(act(x).text) == act(x).logprob`. Components the model cannot represent (text in
+neither the goal nor a label, an answer that is neither, an unknown app the goal does not name, an index
+beyond the kept elements, an action type the screen rules out such as a click with no elements, or an
+unparseable response as a whole) add the constant `FLOOR_LOGPROB` with no gradient. Sampling and scoring
+both use `temperature` (logits / temperature), so PPO/GRPO ratios stay consistent.
 
 Speed (2 cores, benchmarks/policy_speed.py): features are cached per goal / element / history string, a batch
-runs in length-sorted groups padded to their own longest sample, and the feed-forward width is d_model.
+runs in length-sorted groups padded to their own longest sample, the feed-forward width is d_model, and label
+spans are scored over the flat list of label tokens (never a [B, E, S, d] tensor), ends only for the starts
+that are asked about.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from voyager_gym import actions as A
 from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action, try_parse_action
 from voyager_gym.observation import UIElement
 
-TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")  # digit runs, letter runs, single symbols ("13h" is 13, h)
 NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 
 
@@ -54,6 +60,8 @@ def compact(text: str) -> str:
 FLOOR_LOGPROB = -20.0  # log-prob of a response component the model cannot represent (constant, no gradient)
 SCREEN_W, SCREEN_H = 1080.0, 2400.0
 MAX_ELEMENT_WORDS = 32  # words pooled per element (long note bodies are cut)
+MAX_LABEL_TOKENS = 64  # tokens of an element's label that typed text and answers can copy a span from
+TAP_GRID = (9, 3)  # a tap inside an element: columns x rows of the grid of points (besides its centre)
 NEG = -1e9  # finite "minus infinity" for masked logits: no NaN even when a whole row is masked
 TYPE_INDEX = {t: i for i, t in enumerate(ACTION_TYPES)}
 NEEDS_ELEMENT = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS, A.INPUT_TEXT)  # pointer target required
@@ -61,6 +69,9 @@ OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slo
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
 _EMPTY = np.zeros(0, np.int64)
+ANSWER_OPS = ("text", "list")  # an answer is copied text, or the selected elements' labels joined by ", "
+TAP_TYPES = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS)  # element actions that may land off the element's centre
+TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text is for (an embedding each)
 N_DENSE = 18  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
 CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
@@ -83,20 +94,15 @@ def bucket(word: str, n: int) -> int:
 # Features: deterministic, no fitted vocabulary; cached per goal, element and history string.
 # ------------------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
-class GoalFeat:
-    """A goal's hashed tokens (first `max_goal_tokens`) and their character offsets in the original text."""
+class Tokens:
+    """A text's first tokens (hashed) with their character offsets, so a copied span gives exact text."""
 
     text: str
-    ids: np.ndarray  # int64 [T]
-    starts: list[int]  # char offset where token i starts
-    ends: list[int]  # char offset where token i ends
-    id_set: frozenset[int]
-    lower: str
-    compact: str  # compact(text): for matching labels written differently ("Wi‑Fi" vs "wifi")
-    long_words: frozenset[str]  # compact words of 3+ characters
+    ids: np.ndarray  # int64 [S]
+    starts: list[int]
+    ends: list[int]
 
     def span_text(self, s: int, e: int) -> str:
-        """The exact goal substring covered by tokens s..e (case and punctuation preserved)."""
         return self.text[self.starts[s] : self.ends[e]]
 
     def spans_for(self, text: str) -> list[tuple[int, int]]:
@@ -115,6 +121,16 @@ class GoalFeat:
 
 
 @dataclasses.dataclass
+class GoalFeat(Tokens):
+    """A goal's hashed tokens (first `max_goal_tokens`) and their character offsets in the original text."""
+
+    id_set: frozenset[int] = frozenset()
+    lower: str = ""
+    compact: str = ""  # compact(text): for matching labels written differently ("Wi‑Fi" vs "wifi")
+    long_words: frozenset[str] = frozenset()  # compact words of 3+ characters
+
+
+@dataclasses.dataclass
 class ElementFeat:
     """One UI element's cached features (independent of the goal)."""
 
@@ -125,6 +141,7 @@ class ElementFeat:
     label_lower: str
     label_compact: str
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
+    tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
 
 
 @dataclasses.dataclass
@@ -178,11 +195,10 @@ class Featurizer:
         return self._cached(self._goals, text, self._goal)
 
     def _goal(self, text: str) -> GoalFeat:
-        ms = list(TOKEN_RE.finditer(text))[: self.max_goal]
-        ids = np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64)
-        words = {compact(w) for w in TOKEN_RE.findall(text)}
-        return GoalFeat(text, ids, [m.start() for m in ms], [m.end() for m in ms], frozenset(ids.tolist()),
-                        text.lower(), compact(text), frozenset(w for w in words if len(w) >= 3))
+        t = self.tokens(text, self.max_goal)
+        words = {compact(w) for w in re.findall(r"\w+", text)}
+        return GoalFeat(text, t.ids, t.starts, t.ends, frozenset(t.ids.tolist()), text.lower(), compact(text),
+                        frozenset(w for w in words if len(w) >= 3))
 
     def element(self, el: UIElement) -> ElementFeat:
         """Cached by identity first (the same observation objects are scored again in training epochs), then
@@ -213,7 +229,12 @@ class Featurizer:
         # the same compared letters-and-digits only; a 3+ letter goal word occurs in the label
         label = el.text or el.content_description or None
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
-                           compact(label or ""), box)
+                           compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None)
+
+    def tokens(self, text: str, limit: int) -> Tokens:
+        ms = list(TOKEN_RE.finditer(text))[:limit]
+        return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64),
+                      [m.start() for m in ms], [m.end() for m in ms])
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
         """(type id, words of its text / app / direction / status) of one previous action's JSON text."""
@@ -265,7 +286,10 @@ class Batch:
     step: torch.Tensor  # [B, 1]
     n_goal: torch.Tensor  # [B]
     n_el: torch.Tensor  # [B]
-    has_label: torch.Tensor  # [B, E] element can be an answer
+    has_label: torch.Tensor  # [B, E] element has a label (text to copy or list)
+    lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
+    lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
+    lab_mask: torch.Tensor  # [B, E, S] where a label token is
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
 
 
@@ -283,15 +307,28 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
     has_label = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
+    lab_ids, lab_b, lab_e = [], [], []  # label tokens of every element that has them, flat
     for b, f in enumerate(feats):
         k = n_el[b]
         if k:
             dense[b, :k] = f.dense
             has_label[b, :k] = f.has_label
             el_lens[b, :k] = f.el_lens
+            for i, e in enumerate(f.elements):
+                if e.tokens is not None and len(e.tokens.ids):
+                    lab_ids.append(e.tokens.ids)
+                    lab_b.append(b)
+                    lab_e.append(i)
         if f.hist_types:  # right-aligned: the last slot is the newest action
             hist_types[b, h - len(f.hist_types) :] = f.hist_types
             hist_lens[b, h - len(f.hist_types) :] = f.hist_lens
+    n_lab = np.array([len(ids) for ids in lab_ids], np.int64)
+    lab_lens = np.zeros((bsz, e_max), np.int64)
+    lab_lens[lab_b, lab_e] = n_lab
+    s_max = int(n_lab.max()) if len(n_lab) else 1
+    lab_at = np.stack([np.repeat(np.array(lab_b, np.int64), n_lab),
+                       np.repeat(np.array(lab_e, np.int64), n_lab),
+                       np.arange(n_lab.sum()) - np.repeat(np.cumsum(n_lab) - n_lab, n_lab)], 1)
     goal_words = [f.goal.ids for f in feats]
     hist_words, el_words = [f.hist_flat for f in feats], [f.el_flat for f in feats]
     words = np.concatenate(goal_words + hist_words + el_words + goal_words)
@@ -312,6 +349,9 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         n_goal=n_goal_t,
         n_el=n_el_t,
         has_label=t(has_label),
+        lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
+        lab_at=t(lab_at),
+        lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
     )
@@ -378,12 +418,26 @@ class PointerNet(nn.Module):
         self.el_q, self.el_k = nn.Linear(d, d), nn.Linear(d, d)
         self.el_type = nn.Embedding(len(ACTION_TYPES), d)  # the pointer query depends on the chosen type
         self.no_element = nn.Parameter(torch.zeros(d))  # key of the "no element" slot (scroll/swipe)
-        self.ans_q, self.ans_k = nn.Linear(d, d), nn.Linear(d, d)
+        self.app_from_goal = nn.Linear(d, 1)  # the app's name is copied from the goal (an alias it names)
+        # copied text (typed, answered, an app name): a source (the goal or an element's label), then a span
+        self.text_use = nn.Embedding(3, d)  # what the text is for: input_text, answer, open_app
+        self.span_from_element = nn.Linear(d, d)
+        self.src_q, self.src_k = nn.Linear(d, d), nn.Linear(d, d)
+        self.goal_source = nn.Parameter(torch.zeros(d))  # key of the "copy from the goal" source
         self.start_q, self.start_k = nn.Linear(d, d), nn.Linear(d, d)
         self.end_q, self.end_k, self.end_from_start = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-        self.span_from_element = nn.Linear(d, d)
+        self.tok_pos = nn.Embedding(MAX_LABEL_TOKENS, d)
+        self.label_from_element = nn.Linear(d, d)
+        self.lstart_q, self.lstart_k = nn.Linear(d, d), nn.Linear(d, d)
+        self.lend_q, self.lend_k = nn.Linear(d, d), nn.Linear(d, d)
+        # answers: copied text, or a list of selected elements' labels (one Bernoulli per element)
+        self.op_head = nn.Linear(d, len(ANSWER_OPS))
+        self.sel_q, self.sel_k = nn.Linear(d, d), nn.Linear(d, d)
+        # where inside the chosen element a tap lands: its centre (an index action) or a grid point
+        self.tap_from_element = nn.Linear(d, d)
+        self.tap_head = nn.Linear(d, 1 + TAP_GRID[0] * TAP_GRID[1])
         for emb in (self.goal_pos, self.el_pos, self.hist_pos, self.segment, self.hist_type, self.el_type,
-                    self.app_emb):
+                    self.app_emb, self.text_use, self.tok_pos):
             nn.init.normal_(emb.weight, std=0.1)  # small next to word vectors, so words dominate at first
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None) -> torch.Tensor:
@@ -391,7 +445,9 @@ class PointerNet(nn.Module):
         feature that transfers to apps never seen in training)."""
         keys = self.words(self.app_words, self.app_offsets) + self.app_emb.weight
         logits = (self.app_q(h_cls) @ keys.T) / math.sqrt(self.d)
-        return logits if match is None else logits + self.app_match_w * match
+        if match is not None:
+            logits = logits + self.app_match_w * match
+        return torch.cat([logits, self.app_from_goal(h_cls)], 1)  # last slot: copy the name from the goal
 
     def encode(self, b: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hidden states of CLS [B, d], goal tokens [B, T, d] and elements [B, E, d]."""
@@ -420,17 +476,57 @@ def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
 
 
 @dataclasses.dataclass
+class TextHead:
+    """Log-probs of a copied text: its source (slot 0 the goal, slot i + 1 element i's label), then a span in
+    it, start first and end given the start (ends are computed only for the starts asked about)."""
+
+    source: torch.Tensor  # [B, 1 + E]
+    goal_start: torch.Tensor  # [B, T]
+    goal_end_q: torch.Tensor  # [B, d]: the end query's context part
+    goal_end_k: torch.Tensor  # [B, T, d]: end keys
+    goal_states: torch.Tensor  # [B, T, d]: goal token states (the end query also reads the start's)
+    goal_mask: torch.Tensor  # [B, T]
+    end_from_start: nn.Module
+    label_start: torch.Tensor  # [B, E, S]
+    label_end: torch.Tensor  # [B, E, S]: end logits (NEG where no token)
+    label_after: torch.Tensor  # [B, E, S]: log-sum of end logits at positions >= each start
+    scale: float  # 1 / (sqrt(d) * temperature)
+
+    def goal_end(self, rows: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """log p(end | start) [N, T] for goal spans starting at `starts` in samples `rows`."""
+        q = self.goal_end_q[rows] + self.end_from_start(self.goal_states[rows, starts])
+        logits = torch.einsum("nd,ntd->nt", q, self.goal_end_k[rows]) * self.scale
+        t = torch.arange(self.goal_mask.shape[1], device=rows.device)
+        ok = self.goal_mask[rows] & (t[None] >= starts[:, None])
+        ok[:, 0] |= ~ok.any(1)
+        return _masked_log_softmax(logits, ok)
+
+    def label_end_lp(self, rows: torch.Tensor, els: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """log p(end | start) [N, S] for spans of element `els`' labels starting at `starts`."""
+        en = self.label_end[rows, els]
+        pos = torch.arange(en.shape[1], device=rows.device)
+        lp = en - self.label_after[rows, els, starts][:, None]
+        lp = lp.masked_fill((pos[None] < starts[:, None]) | (en <= NEG / 2), NEG)
+        none = (lp <= NEG / 2).all(1)  # no label there (another source was chosen): a finite dummy row
+        lp[:, 0] = torch.where(none, torch.zeros_like(lp[:, 0]), lp[:, 0])
+        return lp
+
+
+@dataclasses.dataclass
 class Heads:
-    """Log-probabilities of every field given the (chosen or target) action types, already tempered."""
+    """Log-probabilities of every field given the (chosen or target) action types, already tempered. `tap`,
+    `text` and `select` depend on the chosen element and are added by `SmallPolicy._conditioned`."""
 
     type: torch.Tensor  # [B, 13]
     element: torch.Tensor  # [B, 1 + E]: slot 0 = no element
     direction: torch.Tensor  # [B, 4]
     status: torch.Tensor  # [B, 2]
-    app: torch.Tensor  # [B, A]
-    span: torch.Tensor | None  # [B, T, T]: log p(start) + log p(end | start)
-    answer: torch.Tensor  # [B, E]
+    app: torch.Tensor  # [B, A + 1]: the launcher's apps, then "a name copied from the goal"
+    op: torch.Tensor  # [B, len(ANSWER_OPS)]
     value: torch.Tensor  # [B]
+    tap: torch.Tensor | None = None  # [B, 1 + cells]: slot 0 = the element's centre (an index action)
+    text: TextHead | None = None
+    select: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's label is in the list"
 
 
 @dataclasses.dataclass
@@ -442,24 +538,26 @@ class Targets:
     element: list[int | None]  # pointer slot (0 = no element, i + 1 = element i); None = not representable
     direction: list[int | None]
     status: list[int | None]
-    app: list[int | None]
-    spans: list[list[tuple[int, int]] | None]  # None: no text component; [] = text not representable
-    answers: list[list[int] | None]  # same, element indices whose label is the answer
+    app: list[int | None]  # A = the name is copied from the goal (then `texts` holds its goal spans)
+    tap: list[int | None]  # tap slot for click / double_tap / long_press
+    texts: list[list[tuple[int, int, int]] | None]  # (source, start, end) giving the text; None: no text part
+    select: list[list[int] | None]  # answer as a list: element indices in screen order; None: not a list
 
     @classmethod
     def empty(cls, n: int) -> Targets:
-        return cls([True] * n, [0] * n, [None] * n, [None] * n, [None] * n, [None] * n,
-                    [None] * n, [None] * n)
+        return cls([True] * n, [0] * n, *([[None] * n for _ in range(7)]))
 
 
 def type_mask(b: Batch) -> torch.Tensor:
-    """Action types the observation allows: element types need elements, input_text a goal, answer a label."""
+    """Action types the observation allows: element types need elements, input_text text to copy, answer
+    text to copy or labels to list."""
     bsz = b.n_el.shape[0]
     m = torch.ones(bsz, len(ACTION_TYPES), dtype=torch.bool, device=b.n_el.device)
     no_el = b.n_el == 0
     m[:, _NEEDS_EL_IDX] &= ~no_el[:, None]
-    m[:, TYPE_INDEX[A.INPUT_TEXT]] &= b.n_goal > 0
-    m[:, TYPE_INDEX[A.ANSWER]] &= b.has_label.any(1)
+    has_text = (b.n_goal > 0) | b.has_label.any(1)
+    m[:, TYPE_INDEX[A.INPUT_TEXT]] &= has_text
+    m[:, TYPE_INDEX[A.ANSWER]] &= has_text
     return m
 
 
@@ -475,7 +573,7 @@ class SmallPolicy(Policy):
     has_value = True
 
     def __init__(self, d_model: int = 96, layers: int = 2, heads: int = 4, max_elements: int = 48,
-                 max_goal_tokens: int = 40, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
+                 max_goal_tokens: int = 160, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
                  device: str = "cpu", temperature: float = 1.0, app_names: Sequence[str] | None = None):
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
@@ -527,7 +625,7 @@ class SmallPolicy(Policy):
     def _heads(self, b: Batch, hidden: tuple[torch.Tensor, torch.Tensor, torch.Tensor], lp_type: torch.Tensor,
                types: torch.Tensor) -> Heads:
         """Field distributions from encoded states; the element pointer is conditioned on `types` [B]. The
-        span (which needs the chosen element) is added by `_span`."""
+        heads that need the chosen element (tap, copied text, list selection) come from `_conditioned`."""
         m, tau, scale = self.model, self.temperature, 1.0 / math.sqrt(self.model.d)
         h_cls, h_goal, h_el = hidden
         bsz = h_cls.shape[0]
@@ -539,45 +637,73 @@ class SmallPolicy(Policy):
         for i in _NEEDS_EL_IDX:
             needs |= types == i
         el_mask = torch.cat([~needs[:, None], b.el_mask], 1)
-        lp_el = _masked_log_softmax(el_logits, el_mask)
-        ans_logits = torch.einsum("bd,bed->be", m.ans_q(h_cls), m.ans_k(h_el)) * scale / tau
-        ans_mask = b.has_label.clone()
-        ans_mask[:, 0] |= ~ans_mask.any(1)  # keep rows finite when no element has a label (answer is masked)
-        lp_ans = _masked_log_softmax(ans_logits, ans_mask)
+        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1)], 1)
+        app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
+        app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
         return Heads(
             type=lp_type,
-            element=lp_el,
+            element=_masked_log_softmax(el_logits, el_mask),
             direction=torch.log_softmax(m.dir_head(h_cls) / tau, -1),
             status=torch.log_softmax(m.status_head(h_cls) / tau, -1),
-            app=torch.log_softmax(m.app_logits(h_cls, b.app_match) / tau, -1),
-            span=None,
-            answer=lp_ans,
+            app=_masked_log_softmax(m.app_logits(h_cls, b.app_match) / tau, app_mask),
+            op=_masked_log_softmax(m.op_head(h_cls) / tau, op_mask),
             value=m.value_head(h_cls).squeeze(-1),
         )
 
-    def _span(self, b: Batch, hidden: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-              slots: torch.Tensor) -> torch.Tensor:
-        """log p(start) + log p(end | start) [B, T, T] of the copied goal span, conditioned on the chosen
-        pointer slot [B] (the field being typed into says which part of the goal to copy)."""
+    def _conditioned(self, b: Batch, hidden: tuple[torch.Tensor, torch.Tensor, torch.Tensor], hd: Heads,
+                     types: torch.Tensor, slots: torch.Tensor, text: bool) -> None:
+        """Add the heads that depend on the chosen pointer slot [B]: where a tap lands inside the element, and
+        (with `text`) the copied text and the answer list. The text's context says what it is for (typed into
+        the chosen field, an answer, or an app name) and which field it goes to."""
         m, tau, scale = self.model, self.temperature, 1.0 / math.sqrt(self.model.d)
         h_cls, h_goal, h_el = hidden
-        bsz, t_len = b.goal_mask.shape
+        bsz = h_cls.shape[0]
         slot_states = torch.cat([torch.zeros_like(h_el[:, :1]), h_el], 1)  # slot 0 = no element
         h_sel = slot_states[torch.arange(bsz, device=slots.device), slots]
-        ctx = h_cls + m.span_from_element(h_sel)
+        hd.tap = torch.log_softmax(m.tap_head(h_cls + m.tap_from_element(h_sel)) / tau, -1)
+        if not text:
+            return
+        use = torch.zeros_like(types)
+        for t, u in TEXT_USE.items():
+            use = torch.where(types == TYPE_INDEX[t], u, use)
+        ctx = h_cls + m.span_from_element(h_sel) + m.text_use(use)
+        goal_only = use == TEXT_USE[A.OPEN_APP]
+        # source: the goal, or an element with a label (app names come from the goal only)
+        src_keys = torch.cat([m.goal_source.expand(bsz, 1, -1), m.src_k(h_el)], 1)
+        src_logits = torch.einsum("bd,bed->be", m.src_q(ctx), src_keys) * scale / tau
+        src_mask = torch.cat([(b.n_goal > 0)[:, None], b.lab_mask.any(-1) & ~goal_only[:, None]], 1)
+        src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
+        # spans in the goal: contextual token states, the end conditioned on the start
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
         gm = b.goal_mask.clone()
-        gm[:, 0] |= ~gm.any(1)  # keep rows finite for goal-less samples (input_text is masked there)
-        lp_start = _masked_log_softmax(st_logits, gm)
-        qe = m.end_q(ctx)[:, None] + m.end_from_start(h_goal)  # [B, T(start), d]
-        end_logits = torch.einsum("bsd,bed->bse", qe, m.end_k(h_goal)) * scale / tau
-        ar = torch.arange(t_len, device=h_goal.device)
-        end_mask = (ar[None, :] >= ar[:, None])[None] & gm[:, None, :]  # end >= start, end real
-        end_mask = end_mask | (~end_mask.any(-1, keepdim=True) & (ar == 0)[None, None])
-        return lp_start[:, :, None] + _masked_log_softmax(end_logits, end_mask)
+        gm[:, 0] |= ~gm.any(1)
+        # spans in element labels: word vectors by position plus the element's state, scored flat (no
+        # [B, E, S, d] tensor): q . W(v) = (W^T q) . v + q . bias
+        e_len, s_len = b.lab_mask.shape[1], b.lab_mask.shape[2]
+        row, el, pos = b.lab_at.unbind(1) if len(b.lab_ids) else (b.lab_ids,) * 3
+        tok = (F.embedding(b.lab_ids, m.words.weight) + m.tok_pos.weight[pos]
+               + m.label_from_element(h_el)[row, el])
+
+        def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
+            q = q_lin(ctx)
+            flat = ((tok * (q @ k_lin.weight)[row]).sum(-1) + (q @ k_lin.bias)[row]) * scale / tau
+            out = torch.full((bsz, e_len, s_len), NEG, device=ctx.device)
+            return out.index_put((row, el, pos), flat)
+
+        lm = b.lab_mask.clone()
+        lm[..., 0] |= ~lm.any(-1)
+        lp_lst = _masked_log_softmax(label_logits(m.lstart_q, m.lstart_k), lm)
+        en = label_logits(m.lend_q, m.lend_k).masked_fill(~lm, NEG)
+        after = torch.logcumsumexp(en.flip(-1), -1).flip(-1)  # log-sum over end positions >= each start
+        hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
+                           m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, after,
+                           scale / tau)
+        sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
+        hd.select = sel.masked_fill(~b.has_label, NEG)  # elements without a label are never listed
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
-        """Sum of component log-probs per sample [B]; unrepresentable components add FLOOR_LOGPROB."""
+        """Sum of component log-probs per sample [B]; unrepresentable components add FLOOR_LOGPROB. Text
+        and answers marginalise over every source, span and answer form giving the same string."""
         dev = hd.type.device
         bsz = len(tg.type)
         ar = torch.arange(bsz, device=dev)
@@ -586,42 +712,72 @@ class SmallPolicy(Policy):
         floor = torch.full((bsz,), FLOOR_LOGPROB, device=dev)
         zero = torch.zeros(bsz, device=dev)
 
-        def part(lp: torch.Tensor, idx: list[int | None], used: list[bool]) -> torch.Tensor:
+        def part(lp: torch.Tensor | None, idx: list[int | None], used: list[bool]) -> torch.Tensor:
+            if lp is None or not any(used):
+                return zero
             val = lp[ar, lt([i if i is not None else 0 for i in idx])]
             ok = lb([i is not None for i in idx])
             return torch.where(lb(used), torch.where(ok, val, floor), zero)
 
+        kinds = [ACTION_TYPES[t] for t in tg.type]
         tmask = torch.gather(type_mask_from_heads(hd), 1, lt(tg.type)[:, None])[:, 0]
         total = torch.where(tmask, hd.type[ar, lt(tg.type)], floor)
-        used_el = [ACTION_TYPES[t] in NEEDS_ELEMENT + OPTIONAL_ELEMENT for t in tg.type]
-        total = total + part(hd.element, tg.element, used_el)
-        used_dir = [ACTION_TYPES[t] in OPTIONAL_ELEMENT for t in tg.type]
-        total = total + part(hd.direction, tg.direction, used_dir)
-        total = total + part(hd.status, tg.status, [ACTION_TYPES[t] == A.STATUS for t in tg.type])
-        total = total + part(hd.app, tg.app, [ACTION_TYPES[t] == A.OPEN_APP for t in tg.type])
-        total = total + self._marginal(hd.span, tg.spans, floor, zero)
-        total = total + self._marginal(hd.answer, tg.answers, floor, zero)
+        total = total + part(hd.element, tg.element, [k in NEEDS_ELEMENT + OPTIONAL_ELEMENT for k in kinds])
+        total = total + part(hd.tap, tg.tap, [k in TAP_TYPES for k in kinds])
+        total = total + part(hd.direction, tg.direction, [k in OPTIONAL_ELEMENT for k in kinds])
+        total = total + part(hd.status, tg.status, [k == A.STATUS for k in kinds])
+        total = total + part(hd.app, tg.app, [k == A.OPEN_APP for k in kinds])
+        n_apps = hd.app.shape[1] - 1
+        text = self._text_lp(hd, tg.texts, floor)
+        copied = [k == A.INPUT_TEXT or (k == A.OPEN_APP and tg.app[i] == n_apps) for i, k in enumerate(kinds)]
+        total = total + torch.where(lb(copied), text, zero)
+        is_answer = lb([k == A.ANSWER for k in kinds])
+        if bool(is_answer.any()):
+            none = floor.new_full((bsz,), NEG)
+            as_text = torch.where(lb([bool(c) for c in tg.texts]), hd.op[:, 0] + text, none)
+            listed = lb([c is not None for c in tg.select])
+            as_list = torch.where(listed, hd.op[:, 1] + self._select_lp(hd, tg), none)
+            ans = torch.logaddexp(as_text, as_list)
+            total = total + torch.where(is_answer, torch.where(ans > NEG / 2, ans, floor), zero)
         return torch.where(lb(tg.parsed), total, floor)
 
     @staticmethod
-    def _marginal(lp: torch.Tensor | None, cands: list[Any], floor: torch.Tensor,
-                  zero: torch.Tensor) -> torch.Tensor:
-        """log sum over candidate positions (spans or elements) giving the same string; floor when none."""
-        rows, idx = [], []
-        for b, c in enumerate(cands):
-            for pos in c or ():
-                rows.append(b)
-                idx.append(pos if isinstance(pos, tuple) else (pos,))
-        used = torch.tensor([c is not None for c in cands], dtype=torch.bool, device=floor.device)
-        ok = torch.tensor([bool(c) for c in cands], dtype=torch.bool, device=floor.device)
-        if not rows or lp is None:
-            return torch.where(used, floor, zero)
-        r = torch.tensor(rows, device=floor.device)
-        vals = lp[(r, *[torch.tensor(k, device=floor.device) for k in zip(*idx, strict=True)])]
+    def _text_lp(hd: Heads, cands: list[list[tuple[int, int, int]] | None],
+                 floor: torch.Tensor) -> torch.Tensor:
+        """log sum over the (source, start, end) candidates of each sample; floor where there are none."""
+        rows = [(b, c) for b, cs in enumerate(cands) for c in (cs or ())]
+        if not rows or hd.text is None:
+            return floor
+        th, dev = hd.text, floor.device
+        r, src, st, en = (torch.tensor(v, device=dev) for v in zip(*[(b, *c) for b, c in rows], strict=True))
+        vals = th.source[r, src]
+        g = src == 0
+        if bool(g.any()):
+            gr, gs = r[g], st[g]
+            span = th.goal_start[gr, gs] + th.goal_end(gr, gs)[torch.arange(len(gr), device=dev), en[g]]
+            vals = vals.masked_scatter(g, vals[g] + span)
+        lab = ~g
+        if bool(lab.any()):
+            lr, le, ls = r[lab], src[lab] - 1, st[lab]
+            end_lp = th.label_end_lp(lr, le, ls)[torch.arange(len(lr), device=dev), en[lab]]
+            vals = vals.masked_scatter(lab, vals[lab] + th.label_start[lr, le, ls] + end_lp)
         m = torch.full_like(floor, NEG).scatter_reduce(0, r, vals.detach(), "amax")
-        s = torch.zeros_like(floor).index_add(0, r, torch.exp(vals - m[r]))
-        lse = torch.log(s.clamp_min(1e-30)) + m
-        return torch.where(used, torch.where(ok, lse, floor), zero)
+        tot = torch.zeros_like(floor).index_add(0, r, torch.exp(vals - m[r]))
+        lse = torch.log(tot.clamp_min(1e-30)) + m
+        has = torch.zeros_like(floor, dtype=torch.bool).index_fill(0, r, True)
+        return torch.where(has, lse, floor)
+
+    @staticmethod
+    def _select_lp(hd: Heads, tg: Targets) -> torch.Tensor:
+        """log p of each answer list's selection: one Bernoulli per labelled element."""
+        z = hd.select
+        y = torch.zeros_like(z)
+        for b, sel in enumerate(tg.select):
+            if sel:
+                y[b, sel] = 1.0
+        labelled = z > NEG / 2
+        lp = torch.where(labelled, y * F.logsigmoid(z) + (1 - y) * F.logsigmoid(-z), torch.zeros_like(z))
+        return lp.sum(1)
 
     # -- parsing responses into targets ---------------------------------------------------------------------
     def _targets(self, feats: list[SampleFeat], responses: Sequence[str | Action]) -> Targets:
@@ -640,9 +796,11 @@ class SmallPolicy(Policy):
         if t in NEEDS_ELEMENT or t in OPTIONAL_ELEMENT:
             if a.index is not None:
                 tg.element[b] = a.index + 1 if a.index < len(f.elements) else None
+                tg.tap[b] = 0
             elif a.x is not None:
                 hit = _element_at(f.elements, a.x, a.y)
                 tg.element[b] = hit + 1 if hit is not None else None
+                tg.tap[b] = _tap_cell(f.elements[hit].box, a.x, a.y) if hit is not None else None
             else:
                 tg.element[b] = 0 if t in OPTIONAL_ELEMENT else None
         if t in OPTIONAL_ELEMENT:
@@ -650,11 +808,53 @@ class SmallPolicy(Policy):
         if t == A.STATUS:
             tg.status[b] = GOAL_STATUSES.index(a.goal_status)
         if t == A.OPEN_APP:
-            tg.app[b] = self._app_index.get((a.app_name or "").strip().lower())
+            name = (a.app_name or "").strip()
+            tg.app[b] = self._app_index.get(name.lower())
+            if tg.app[b] is None:  # an alias the goal names ("the dialer app"): copied from the goal
+                spans = f.goal.spans_for(name)
+                tg.app[b] = len(self.app_names) if spans else None
+                tg.texts[b] = [(0, s, e) for s, e in spans]
         if t == A.INPUT_TEXT:
-            tg.spans[b] = f.goal.spans_for(a.text or "")
+            tg.texts[b] = _text_candidates(f, a.text or "")
         if t == A.ANSWER:
-            tg.answers[b] = [i for i, e in enumerate(f.elements) if e.label is not None and e.label == a.text]
+            tg.texts[b] = _text_candidates(f, a.text or "")
+            tg.select[b] = _list_selection(f, a.text or "")
+
+    def round_trip(self, batch: Sequence[PolicyInput],
+                   actions: Sequence[Action]) -> list[tuple[Action | None, str]]:
+        """Each action encoded as this policy's training target and decoded back: the action the policy emits
+        when its heads pick that target, or None and why (which field has no target in the action space)."""
+        feats = self.featurize(batch)
+        tg = self._targets(feats, actions)
+        n_apps = len(self.app_names)
+        out: list[tuple[Action | None, str]] = []
+        for b, (f, a) in enumerate(zip(feats, actions, strict=True)):
+            t = a.action_type
+            why = ""
+            if not tg.parsed[b]:
+                why = "unparsed"
+            elif (t in NEEDS_ELEMENT or t in OPTIONAL_ELEMENT) and tg.element[b] is None:
+                if a.index is not None:
+                    why = "element index beyond the kept elements"
+                else:
+                    why = "a point inside no element" if a.x is not None else "no element"
+            elif t == A.OPEN_APP and tg.app[b] is None:
+                why = "unknown app the goal does not name"
+            elif t == A.INPUT_TEXT and not tg.texts[b]:
+                why = "typed text is in neither the goal nor an element's label"
+            elif t == A.ANSWER and not tg.texts[b] and tg.select[b] is None:
+                why = "answer is neither copied text nor a list of labels"
+            if why:
+                out.append((None, why))
+                continue
+            texts = tg.texts[b] or [(0, 0, 0)]
+            as_list = t == A.ANSWER and not tg.texts[b]
+            app = tg.app[b] if tg.app[b] is not None else 0
+            decoded = self._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
+                                         app if app <= n_apps else 0, tg.tap[b] or 0, texts[0],
+                                         ANSWER_OPS.index("list") if as_list else 0, tg.select[b] or [])
+            out.append((decoded, ""))
+        return out
 
     # -- Policy API -----------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -676,22 +876,42 @@ class SmallPolicy(Policy):
         types = self._pick(lp_type, greedy)  # the type comes first: the element pointer is conditioned on it
         hd = self._heads(b, hidden, lp_type, types)
         el_t = self._pick(hd.element, greedy)
+        uses_el = torch.zeros_like(types, dtype=torch.bool)
+        for t in NEEDS_ELEMENT + OPTIONAL_ELEMENT:
+            uses_el |= types == TYPE_INDEX[t]
+        el_t = torch.where(uses_el, el_t, 0)  # other types condition on "no element", as scoring does
+        text = any(ACTION_TYPES[t] in TEXT_USE for t in types.tolist())
+        self._conditioned(b, hidden, hd, types, el_t, text)
+        bsz = len(feats)
+        picks = {k: self._pick(getattr(hd, k), greedy).tolist() for k in ("direction", "status", "app", "op",
+                                                                          "tap")}
+        copy = [(0, 0, 0)] * bsz
+        sel: list[list[int]] = [[] for _ in range(bsz)]
+        if text:
+            assert hd.text is not None and hd.select is not None
+            th, rows = hd.text, torch.arange(bsz, device=self.device)
+            src = self._pick(th.source, greedy)
+            els = (src - 1).clamp(min=0)
+            g_start = self._pick(th.goal_start, greedy)
+            g_end = self._pick(th.goal_end(rows, g_start), greedy)
+            l_start = self._pick(th.label_start[rows, els], greedy)
+            l_end = self._pick(th.label_end_lp(rows, els, l_start), greedy)
+            copy = [(k, gs, ge) if k == 0 else (k, ls, le) for k, gs, ge, ls, le in
+                    zip(src.tolist(), g_start.tolist(), g_end.tolist(), l_start.tolist(), l_end.tolist(),
+                        strict=True)]
+            p_sel = torch.sigmoid(hd.select)
+            chosen = p_sel > 0.5 if greedy else torch.bernoulli(p_sel, generator=self.generator).bool()
+            sel = [torch.nonzero(row).flatten().tolist() for row in chosen & (hd.select > NEG / 2)]
+        outs, tg = [], Targets.empty(bsz)
         el = el_t.tolist()
-        dirs = self._pick(hd.direction, greedy).tolist()
-        stat = self._pick(hd.status, greedy).tolist()
-        app = self._pick(hd.app, greedy).tolist()
-        ans = self._pick(hd.answer, greedy).tolist()
-        span = [(0, 0)] * len(feats)
-        if bool((types == TYPE_INDEX[A.INPUT_TEXT]).any()):
-            hd.span = self._span(b, hidden, el_t)
-            t_len = hd.span.shape[1]
-            flat = self._pick(hd.span.flatten(1), greedy).tolist()
-            span = [(k // t_len, k % t_len) for k in flat]
-        outs, tg = [], Targets.empty(len(feats))
         for i, (f, t) in enumerate(zip(feats, types.tolist(), strict=True)):
-            a = self._build_action(f, ACTION_TYPES[t], el[i], dirs[i], stat[i], app[i], span[i], ans[i])
+            a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
+                                   picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i])
             self._fill_target(tg, i, f, a)
             outs.append(a)
+        slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
+        if not torch.equal(slots, el_t):  # a tap point inside a smaller element is scored as a tap on it
+            self._conditioned(b, hidden, hd, types, slots, text)
         logp = self._score(hd, tg).tolist()
         values = hd.value.tolist()
         return [PolicyOutput(text=render_response(a), action=a, logprob=lp, value=v)
@@ -705,21 +925,30 @@ class SmallPolicy(Policy):
             return lp.argmax(-1)
         return torch.multinomial(lp.exp(), 1, generator=self.generator)[:, 0]
 
-    def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int,
-                      span: tuple[int, int], ans: int) -> Action:
+    def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
+                      copy: tuple[int, int, int], op: int, sel: list[int]) -> Action:
+        """The action the heads' choices spell: `copy` is (source, start, end) of copied text, `sel` the
+        listed elements of an answer given as a list."""
         if t in NEEDS_ELEMENT:
             idx = el - 1
             if t == A.INPUT_TEXT:
-                return Action(t, index=idx, text=f.goal.span_text(*span), clear_text=True)
+                return Action(t, index=idx, text=_copied(f, copy), clear_text=True)
+            box = f.elements[idx].box
+            if tap and box is not None:  # a point inside the element rather than its centre
+                x, y = _tap_point(box, tap)
+                return Action(t, x=x, y=y)
             return Action(t, index=idx)
         if t in OPTIONAL_ELEMENT:
             return Action(t, index=el - 1 if el > 0 else None, direction=DIRECTIONS[direction])
         if t == A.STATUS:
             return Action(t, goal_status=GOAL_STATUSES[status])
         if t == A.OPEN_APP:
-            return Action(t, app_name=self.app_names[app])
+            name = self.app_names[app] if app < len(self.app_names) else _copied(f, (0, *copy[1:]))
+            return Action(t, app_name=name)
         if t == A.ANSWER:
-            return Action(t, text=f.elements[ans].label)
+            if ANSWER_OPS[op] == "list" and sel:
+                return Action(t, text=", ".join(f.elements[i].label or "" for i in sel))
+            return Action(t, text=_copied(f, copy))
         return Action(t)
 
     def log_probs(self, batch: list[PolicyInput], responses: list[str]) -> torch.Tensor:
@@ -764,34 +993,46 @@ class SmallPolicy(Policy):
         return self._score(hd, tg), hd.value
 
     def _target_heads(self, feats: list[SampleFeat], tg: Targets) -> Heads:
-        """Field distributions with the pointer (and span) conditioned on the targets' type (and element)."""
+        """Field distributions with the pointer (and what depends on it) conditioned on the targets."""
         b = collate(feats, self.history, self.device)
         types = torch.tensor(tg.type, dtype=torch.long, device=self.device)
         hidden = self.model.encode(b)
         hd = self._heads(b, hidden, self._type_log_probs(b, hidden[0]), types)
-        if any(sp is not None for sp in tg.spans):
-            slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
-            hd.span = self._span(b, hidden, slots)
+        slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
+        text = any(c is not None for c in tg.texts) or any(c is not None for c in tg.select)
+        self._conditioned(b, hidden, hd, types, slots, text)
         return hd
 
     @staticmethod
     def _path_entropy(hd: Heads, tg: Targets) -> torch.Tensor:
-        """H(type) + H(field | type) for each field the response's own type uses (element, then span given
-        the element, direction, status, app, answer): the chain rule along the taken path, whose mean over
-        on-policy samples is the entropy of the sampled field choices (spans or elements that give the same
-        text count as different choices). Exact for the type head; one forward pass, no enumeration."""
+        """H(type) + H(field | type) for each field the response's own type uses (element, tap, direction,
+        status, app, and for copied text its source and the span in the goal or in the target's first
+        source): the chain rule along the taken path, whose mean over on-policy samples is the entropy of the
+        sampled field choices (sources or spans that give the same text count as different choices). Exact
+        for the type head; one forward pass, no enumeration."""
         dev = hd.type.device
         ent = lambda lp: -(lp.exp() * lp).sum(-1)  # noqa: E731  (masked entries have p = 0 exactly)
         used = lambda kinds: torch.tensor([ACTION_TYPES[t] in kinds for t in tg.type], device=dev)  # noqa: E731
         zero = torch.zeros(len(tg.type), device=dev)
         total = ent(hd.type)
         total = total + torch.where(used(NEEDS_ELEMENT + OPTIONAL_ELEMENT), ent(hd.element), zero)
+        if hd.tap is not None:
+            total = total + torch.where(used(TAP_TYPES), ent(hd.tap), zero)
         total = total + torch.where(used(OPTIONAL_ELEMENT), ent(hd.direction), zero)
         total = total + torch.where(used((A.STATUS,)), ent(hd.status), zero)
         total = total + torch.where(used((A.OPEN_APP,)), ent(hd.app), zero)
-        total = total + torch.where(used((A.ANSWER,)), ent(hd.answer), zero)
-        if hd.span is not None:
-            total = total + torch.where(used((A.INPUT_TEXT,)), ent(hd.span.flatten(1)), zero)
+        total = total + torch.where(used((A.ANSWER,)), ent(hd.op), zero)
+        if hd.text is not None:  # source, then start and end along the target's first copy
+            th = hd.text
+            first = [c[0] if c else (0, 0, 0) for c in tg.texts]
+            src, st = (torch.tensor([c[k] for c in first], device=dev) for k in (0, 1))
+            rows = torch.arange(len(tg.type), device=dev)
+            els = (src - 1).clamp(min=0)
+            goal = ent(th.goal_start) + ent(th.goal_end(rows, st.clamp(max=th.goal_start.shape[1] - 1)))
+            s_max = th.label_start.shape[2] - 1
+            label = ent(th.label_start[rows, els]) + ent(th.label_end_lp(rows, els, st.clamp(max=s_max)))
+            has = torch.tensor([bool(c) for c in tg.texts], device=dev)
+            total = total + torch.where(has, ent(th.source) + torch.where(src == 0, goal, label), zero)
         return total
 
     def trainable_parameters(self) -> list[nn.Parameter]:
@@ -873,7 +1114,13 @@ class SmallPolicy(Policy):
         if cfg.pop("policy", cls.name) != cls.name:
             raise ValueError(f"{p} holds a {cfg.get('policy')!r} policy, expected {cls.name!r}")
         pol = cls(**{**cfg, **kwargs})
-        pol.model.load_state_dict(load_file(str(p / "model.safetensors"), device=str(pol.device)))
+        state = load_file(str(p / "model.safetensors"), device=str(pol.device))
+        missing = sorted(set(pol.model.state_dict()) - set(state))
+        if missing:
+            more = " ..." if len(missing) > 4 else ""
+            raise ValueError(f"{p} was saved by an older SmallPolicy without {', '.join(missing[:4])}{more}; "
+                             "retrain it (cached base policies and RFT checkpoints are rebuilt on their own)")
+        pol.model.load_state_dict(state)
         return pol
 
 
@@ -894,6 +1141,74 @@ def _element_at(elements: list[ElementFeat], x: int, y: int) -> int | None:
             if best_area is None or area < best_area:
                 best, best_area = i, area
     return best
+
+
+def _tap_cell(box: tuple[int, int, int, int] | None, x: int, y: int) -> int:
+    """The tap slot nearest to (x, y) inside `box`: 1 + row * columns + column of the TAP_GRID points."""
+    if box is None:
+        return 0
+    cols, rows = TAP_GRID
+    x0, x1, y0, y1 = box
+    fx = (x - x0) / max(1, x1 - x0)
+    fy = (y - y0) / max(1, y1 - y0)
+    col = min(cols - 1, max(0, round(fx * (cols - 1))))
+    row = min(rows - 1, max(0, int(fy * rows)))
+    return 1 + row * cols + col
+
+
+def _tap_point(box: tuple[int, int, int, int], cell: int) -> tuple[int, int]:
+    """The screen point of tap slot `cell` (>= 1) inside `box`: columns from edge to edge, rows centred."""
+    cols, rows = TAP_GRID
+    row, col = divmod(cell - 1, cols)
+    x0, x1, y0, y1 = box
+    x = x0 + round(col / (cols - 1) * max(0, x1 - x0 - 1))
+    y = y0 + round((row + 0.5) / rows * (y1 - y0))
+    return int(x), int(y)
+
+
+def _copied(f: SampleFeat, copy: tuple[int, int, int]) -> str:
+    """The text a (source, start, end) copy gives: a goal span (source 0), or a span of the label of element
+    source - 1."""
+    src, s, e = copy
+    if src == 0:
+        return f.goal.span_text(s, e) if len(f.goal.ids) else ""
+    tokens = f.elements[src - 1].tokens
+    return tokens.span_text(s, e) if tokens is not None else ""
+
+
+def _text_candidates(f: SampleFeat, text: str) -> list[tuple[int, int, int]]:
+    """Every (source, start, end) copy that gives exactly `text`: goal spans, then spans of element labels."""
+    out = [(0, s, e) for s, e in f.goal.spans_for(text)]
+    for i, el in enumerate(f.elements):
+        if el.tokens is not None:
+            out += [(i + 1, s, e) for s, e in el.tokens.spans_for(text)]
+    return out
+
+
+def _list_selection(f: SampleFeat, text: str) -> list[int] | None:
+    """Elements in screen order whose labels joined by ", " spell the answer (the earliest such elements;
+    labels may themselves hold ", "); None when the answer is no such list."""
+    labels = [e.label for e in f.elements]
+    failed: set[tuple[int, int]] = set()
+
+    def match(pos: int, start: int) -> list[int] | None:
+        if (pos, start) in failed:
+            return None
+        for i in range(start, len(labels)):
+            lab = labels[i]
+            if not lab or not text.startswith(lab, pos):
+                continue
+            end = pos + len(lab)
+            if end == len(text):
+                return [i]
+            if text.startswith(", ", end):
+                rest = match(end + 2, i + 1)
+                if rest is not None:
+                    return [i, *rest]
+        failed.add((pos, start))
+        return None
+
+    return match(0, 0) if text else None
 
 
 def _size_chunks(feats: list[SampleFeat], size: int = CHUNK) -> list[np.ndarray]:

@@ -69,14 +69,19 @@ def test_clipped_value_loss_on_hand_set_values():
 
 # -- entropy ----------------------------------------------------------------------------------------------
 def test_small_policy_path_entropy_averages_to_the_exact_entropy():
-    """On a screen without elements the whole action distribution can be enumerated: the probabilities sum
-    to 1, and the mean of each action's path entropy under them is the exact entropy."""
+    """On a screen without elements the whole action distribution can be enumerated (answers and app names
+    are then goal spans): the probabilities sum to 1, and the mean of each action's path entropy under them
+    is the exact entropy."""
     pol = SmallPolicy(seed=0)
     x = PolicyInput(goal="Turn wifi on.", elements=[], history=['{"action_type": "wait"}'])
     acts = [Action(t, direction=d) for t in ("scroll", "swipe") for d in DIRECTIONS]
     acts += [Action(t) for t in ("navigate_home", "navigate_back", "keyboard_enter", "wait")]
     acts += [Action("open_app", app_name=a) for a in pol.app_names]
     acts += [Action("status", goal_status=s) for s in GOAL_STATUSES]
+    g = pol.featurizer.goal(x.goal)  # answers and app names copied from the goal: every span
+    spans = sorted({g.span_text(s, e) for s in range(len(g.ids)) for e in range(s, len(g.ids))})
+    acts += [Action("answer", text=t) for t in spans]
+    acts += [Action("open_app", app_name=t) for t in spans]
     responses = [render_response(a) for a in acts]
     ev = pol.evaluate_actions([x] * len(acts), responses, entropy=True)
     p = ev.logprob.detach().exp()

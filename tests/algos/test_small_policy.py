@@ -89,6 +89,12 @@ def test_shapes_and_determinism(screens):
     assert not torch.allclose(lp, other), "a different seed must give a different model"
 
 
+def _joined_labels(text: str, labels: list[str]) -> bool:
+    """`text` is labels in screen order joined by ", " (labels may contain ", " themselves)."""
+    return any(text == lab or (text.startswith(lab + ", ") and _joined_labels(text[len(lab) + 2:], labels[i + 1:]))
+               for i, lab in enumerate(labels))
+
+
 def test_act_never_raises_and_outputs_valid_actions(screens):
     pol = SmallPolicy(seed=0)
     for greedy in (False, True):
@@ -101,16 +107,24 @@ def test_act_never_raises_and_outputs_valid_actions(screens):
             n_kept = min(len(x.elements), pol.config["max_elements"])
             if a.index is not None:
                 assert 0 <= a.index < n_kept
-            if a.action_type in ("click", "long_press", "double_tap", "input_text", "answer"):
+            labels = [e.text or e.content_description for e in x.elements[:n_kept]]
+            labels = [lab for lab in labels if lab]
+            if a.action_type in ("click", "long_press", "double_tap", "input_text"):
                 assert n_kept > 0, f"{a} on a screen without elements"
-            if a.action_type == "input_text":
-                assert a.clear_text is True and a.text and a.text in x.goal
-            if a.action_type == "answer":
-                assert a.text in {e.text or e.content_description for e in x.elements}
-    # a screen without elements can only get actions that need none
+            if a.x is not None:  # a tap inside a kept element, off its centre
+                assert any(b.x_min <= a.x <= b.x_max and b.y_min <= a.y <= b.y_max
+                           for b in (e.bbox_pixels for e in x.elements[:n_kept]) if b is not None)
+            if a.action_type == "input_text":  # copied from the goal or a label
+                assert a.clear_text is True and a.text
+                assert a.text in x.goal or any(a.text in lab for lab in labels)
+            if a.action_type == "answer":  # copied text, or a list of labels
+                copied = a.text in x.goal or any(a.text in lab for lab in labels)
+                assert copied or _joined_labels(a.text, labels), a.text
+    # a screen without elements can only get actions that need none (an answer copies from the goal)
     empty = PolicyInput(goal="Turn on wifi.", elements=[])
     for o in pol.act([empty] * 64):
-        assert o.action.index is None and o.action.action_type not in ("click", "input_text", "answer")
+        assert o.action.index is None and o.action.action_type not in ("click", "input_text")
+        assert o.action.action_type != "answer" or o.action.text in empty.goal
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
@@ -164,12 +178,12 @@ def test_text_span_reproduces_exact_goal_substrings():
         assert all(g.span_text(s, e) == text for s, e in spans)
         lp = pol.log_probs([x], [render_response(Action("input_text", index=0, text=text, clear_text=True))])
         assert lp.item() > FLOOR_LOGPROB, text
-    assert g.spans_for("dusty") == []  # not on token boundaries of 7E4Z_dusty_meadow
+    assert g.spans_for("dusty") and g.spans_for("usty") == []  # words split at "_"; never mid-word
     assert g.spans_for("482.6") == [] and g.spans_for("rent") == []  # partial token; case matters
-    # sampled texts are always exact substrings, case and punctuation preserved
+    # sampled texts are always exact substrings (of the goal or a label), case and punctuation preserved
     outs = pol.act([x] * 256)
     typed = {o.action.text for o in outs if o.action.action_type == "input_text"}
-    assert typed and all(t in goal for t in typed)
+    assert typed and all(t in goal or t in "Amount" for t in typed)
 
 
 def test_repeated_strings_are_marginalised_over_every_span_and_element():
@@ -187,15 +201,52 @@ def test_repeated_strings_are_marginalised_over_every_span_and_element():
     typed = render_response(Action("input_text", index=1, text="42", clear_text=True))
     answer = render_response(Action("answer", text="42"))
     tg = pol._targets(feats * 2, [typed, answer])
-    assert tg.spans[0] == spans and tg.answers[1] == [0, 2]
+    cands = [(0, *sp) for sp in spans] + [(1, 0, 0), (3, 0, 0)]  # two goal spans, two labels "42"
+    assert tg.texts[0] == cands and tg.texts[1] == cands and tg.select[1] == [0]  # or a list of one label
     both = pol._log_probs_feats(feats * 2, [], tg)[0].detach()
-    tg.spans[0], tg.answers[1] = [spans[0]], [0]
-    first = pol._log_probs_feats(feats * 2, [], _take(tg, [0, 1]))[0].detach()
-    tg.spans[0], tg.answers[1] = [spans[1]], [2]
-    second = pol._log_probs_feats(feats * 2, [], _take(tg, [0, 1]))[0].detach()
-    assert torch.allclose(both, torch.logaddexp(first, second), atol=1e-5)
-    assert (both > first + 1e-3).all() and (both > second + 1e-3).all()
+
+    def only(texts: list, select: list | None) -> torch.Tensor:
+        sub = _take(tg, [0, 1])
+        sub.texts, sub.select = [texts, texts], [None, select]
+        return pol._log_probs_feats(feats * 2, [], sub)[0].detach()
+
+    singles = torch.stack([only([c], None) for c in cands])
+    as_list = only([], [0])[1]
+    assert torch.allclose(both[0], torch.logsumexp(singles[:, 0], 0), atol=1e-5)
+    assert torch.allclose(both[1], torch.logsumexp(torch.cat([singles[:, 1], as_list[None]]), 0), atol=1e-5)
+    assert (both[:, None] > singles.T + 1e-3).all()
     assert torch.allclose(pol.log_probs([x, x], [typed, answer]).detach(), both, atol=1e-5)
+
+
+def test_answers_copy_spans_of_labels_and_list_labels():
+    """Answers read off the screen: a span of a label ("20" in "Attendance: 20 people"), a goal word
+    ("True"), or several labels joined by ", " in screen order; each round-trips exactly."""
+    els = [UIElement(text="Attendance: 20 people"), UIElement(text="Board meeting"),
+           UIElement(text="Oct 15, 2023"), UIElement(text="Game night")]
+    x = PolicyInput(goal="Is it a todo? Respond with 'True' or 'False'.", elements=els)
+    pol = SmallPolicy(seed=0)
+    texts = ["20", "True", "Board meeting, Game night", "Board meeting, Oct 15, 2023, Game night",
+             "people", "Attendance: 20 people"]
+    acts = [Action("answer", text=t) for t in texts]
+    out = pol.round_trip([x] * len(acts), acts)
+    assert [d.text if d else why for d, why in out] == texts
+    lp = pol.log_probs([x] * len(acts), [render_response(a) for a in acts])
+    assert (lp > FLOOR_LOGPROB).all()
+    bad = pol.round_trip([x], [Action("answer", text="Game night, Board meeting")])  # not in screen order
+    assert bad[0][0] is None
+
+
+def test_taps_inside_an_element_round_trip_to_grid_points():
+    """A slider's far end is a tap at its right edge, not its centre; the centre stays an index click."""
+    slider = UIElement(content_description="Brightness", is_clickable=True,
+                       bbox_pixels=BoundingBox(90, 991, 400, 508))
+    x = PolicyInput(goal="Turn brightness to the max value.", elements=[slider])
+    pol = SmallPolicy(seed=0)
+    (right, _), (centre, _) = pol.round_trip([x, x], [Action("click", x=990, y=454), Action("click", index=0)])
+    assert (right.x, right.index) == (990, None) and abs(right.y - 454) <= 20
+    assert centre == Action("click", index=0)
+    lp = pol.log_probs([x, x], [render_response(right), render_response(centre)])
+    assert (lp > FLOOR_LOGPROB).all() and lp[0] != lp[1]
 
 
 def test_coordinate_click_maps_to_smallest_containing_element():
@@ -206,8 +257,12 @@ def test_coordinate_click_maps_to_smallest_containing_element():
     lp = pol.log_probs([x] * 3, ['{"action_type": "click", "x": 900, "y": 150}',
                                  '{"action_type": "click", "index": 1}',
                                  '{"action_type": "click", "x": 5000, "y": 5000}']).detach()
-    assert abs(lp[0] - lp[1]) < 1e-5
-    assert lp[2] < FLOOR_LOGPROB + 1e-3  # outside every element: the pointer component is floored
+    tg = pol._targets(pol.featurize([x] * 3), ['{"action_type": "click", "x": 900, "y": 150}',
+                                               '{"action_type": "click", "index": 1}',
+                                               '{"action_type": "click", "x": 5000, "y": 5000}'])
+    assert tg.element == [2, 2, None]  # the pointer picks "Delete" either way
+    assert tg.tap[1] == 0 and tg.tap[0] > 0  # an index taps the centre; a point is a grid point inside it
+    assert lp[2] < FLOOR_LOGPROB + 1e-3 < lp[0]  # outside every element: the pointer component is floored
 
 
 def test_behaviour_cloning_reaches_90_percent_greedy_match(demos):

@@ -65,6 +65,8 @@ class BaseConfig:
     def __post_init__(self) -> None:
         _at_least("base.demos_per_task", self.demos_per_task, 1)
         _at_least("base.epochs", self.epochs, 1)
+        if not self.lr > 0:
+            raise ValueError(f"base.lr={self.lr!r}: expected a value > 0")
         if not 0.0 < self.task_fraction <= 1.0:
             raise ValueError(f"base.task_fraction={self.task_fraction!r}: expected a value in (0, 1]")
 
@@ -177,9 +179,28 @@ class AlgosPart:
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
 
+    def __post_init__(self) -> None:
+        """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
+        for name in ALGORITHMS:
+            section = getattr(self, name)
+            for key in ("iterations", "instances_per_iter", "group_size", "eval_every", "epochs",
+                        "minibatch_size", "per_group", "fork_repeat"):
+                if hasattr(section, key):
+                    _at_least(f"{name}.{key}", getattr(section, key), 1)
+            for key in ("max_samples_per_task", "max_forks_per_group", "keep_forks", "thumb_width", "balance",
+                        "clip_low", "clip_high", "beta", "eps", "max_grad_norm", "vf_coef", "vf_clip",
+                        "ent_coef"):
+                if hasattr(section, key):
+                    _at_least(f"{name}.{key}", getattr(section, key), 0)
+            if not section.lr > 0:
+                raise ValueError(f"{name}.lr={section.lr!r}: expected a value > 0")
+            for key in ("gamma", "lam", "rft_ratio"):
+                if hasattr(section, key) and not 0.0 <= getattr(section, key) <= 1.0:
+                    raise ValueError(f"{name}.{key}={getattr(section, key)!r}: expected a value in [0, 1]")
+
 
 def _post_init_parts(cfg: Any) -> None:
-    for part in (CommonPart, SuitePart, LoggedPart):
+    for part in (CommonPart, SuitePart, LoggedPart, AlgosPart):
         if isinstance(cfg, part):
             part.__post_init__(cfg)
 

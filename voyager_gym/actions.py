@@ -3,6 +3,11 @@
 Field names and semantics follow AndroidWorld's `JSONAction` (env/json_action.py). `parse_action` is a pure
 function: text in, `Action` out, or an `ActionError` that says what was wrong. The env turns that error into
 an *invalid action* (a step is used, nothing happens on the phone), never an exception.
+
+Limits: action text longer than MAX_ACTION_CHARS (16,384 characters: a reasoning paragraph and the JSON;
+AndroidWorld's own agents print a few KB at most) is rejected before any parsing, so a hostile or runaway
+policy cannot make `json.loads`/`ast.literal_eval` spend seconds and gigabytes on one step; a `text` field
+(input_text, answer) longer than MAX_TEXT_CHARS (8,192) is an invalid action too.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ ACTION_TYPES: tuple[str, ...] = (
 )
 DIRECTIONS = ("up", "down", "left", "right")
 GOAL_STATUSES = ("complete", "infeasible")
+MAX_ACTION_CHARS = 16_384  # longest action text parsed (a policy's whole response)
+MAX_TEXT_CHARS = 8_192  # longest `text` of input_text / answer
 FIELDS = ("action_type", "index", "x", "y", "text", "direction", "goal_status", "app_name", "clear_text")
 
 # Spellings LLM agents commonly print for the same action; mapped to AndroidWorld's names.
@@ -130,6 +137,8 @@ def validate(a: Action) -> None:
         raise ActionError(f"{t} needs an 'index' or 'x' and 'y'")
     if t == INPUT_TEXT and a.text is None:
         raise ActionError("input_text needs a 'text' field")
+    if a.text is not None and len(a.text) > MAX_TEXT_CHARS:
+        raise ActionError(f"{t} text is {len(a.text):,} characters; expected at most {MAX_TEXT_CHARS:,}")
     if t in (SCROLL, SWIPE) and a.direction not in DIRECTIONS:
         raise ActionError(f"{t} needs 'direction' in {DIRECTIONS}, got {a.direction!r}")
     if t == OPEN_APP and not a.app_name:
@@ -260,6 +269,9 @@ def parse_action(text: str | dict | Action) -> Action:
         return Action.from_dict(text)
     if not isinstance(text, str):
         raise ActionError(f"expected action text (str), dict or Action, got {type(text).__name__}")
+    if len(text) > MAX_ACTION_CHARS:
+        raise ActionError(f"action text is {len(text):,} characters; expected at most {MAX_ACTION_CHARS:,} "
+                          "(not parsed)")
     s = text.strip()
     if not s:
         raise ActionError('empty action text; expected a JSON action such as {"action_type": "wait"}')

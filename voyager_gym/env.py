@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from voyager_gym.actions import Action, ActionError, try_parse_action
+from voyager_gym.actions import MAX_ACTION_CHARS, Action, ActionError, try_parse_action
 from voyager_gym.backends.base import Backend
 from voyager_gym.observation import UIElement, UIElementSpace
 
@@ -22,7 +22,9 @@ from voyager_gym.observation import UIElement, UIElementSpace
 # currency and arrows (Gymnasium's Text space defaults to letters and digits only).
 TEXT_CHARSET = frozenset(string.printable) | frozenset(chr(c) for c in range(0xA0, 0x2400))
 MAX_GOAL_LEN = 4000
-MAX_ACTION_LEN = 4000
+MAX_ACTION_LEN = MAX_ACTION_CHARS
+RESET_OPTIONS = ("task", "params", "instance_seed", "instances")
+INSTANCE_OPTIONS = ("task", "params", "instance_seed")
 
 
 def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
@@ -65,6 +67,16 @@ class VoyagerEnv(gym.Env):
         max_steps: int | None = None,
         **backend_kwargs: Any,
     ):
+        integral = isinstance(max_steps, int | np.integer) and not isinstance(max_steps, bool)
+        if max_steps is not None and (not integral or max_steps < 1):
+            raise ValueError(f"max_steps={max_steps!r}: expected None (AndroidWorld's budget) or an "
+                             "integer >= 1")
+        if isinstance(render_scale, bool) or not isinstance(render_scale, int | float) or not (
+            0.05 <= render_scale <= 2.0
+        ):
+            raise ValueError(f"render_scale={render_scale!r}: expected a number in [0.05, 2.0]")
+        if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) for t in tasks)):
+            raise ValueError(f"tasks={tasks!r}: expected a list of task names (or None for all)")
         if observation_mode not in ("full", "elements"):
             raise ValueError(f"observation_mode must be 'full' or 'elements', got {observation_mode!r}")
         if render_mode not in (None, "rgb_array"):
@@ -112,21 +124,7 @@ class VoyagerEnv(gym.Env):
         to such options (for batched resets of different instances). Without options a task and an instance
         are drawn from the env's RNG. G envs given the same task and params run the same instance."""
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = set(options) - {"task", "params", "instance_seed", "instances"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; expected task, params, instance_seed, instances"
-            )
-        if "instances" in options:
-            # A vector env passes one options dict to every sub-env; `instances` maps each sub-env's reset
-            # seed to its own {"task", "params"}, so one batched reset can start different task instances.
-            table = options.pop("instances")
-            if seed not in table:
-                raise KeyError(
-                    f"reset seed {seed} has no entry in options['instances'] (keys: {sorted(table)})"
-                )
-            options.update(table[seed])
+        options = _check_options(options, seed)
         name = options.get("task")
         if name is None:
             name = self.tasks[int(self.np_random.integers(len(self.tasks)))]
@@ -137,8 +135,6 @@ class VoyagerEnv(gym.Env):
             if inst is None:
                 inst = int(self.np_random.integers(2**32))
             params = self.backend.generate_params(name, int(inst))
-        elif not isinstance(params, dict):
-            raise TypeError(f"options['params'] must be a dict, got {type(params).__name__}")
         self.task_name, self.params = name, dict(params)
         self.goal = self.backend.reset(name, self.params, self.np_random)
         self._steps = 0
@@ -246,3 +242,42 @@ class VoyagerEnv(gym.Env):
         if errored:
             info["error"] = getattr(self, "_error", "")
         return info
+
+
+def _check_options(options: Any, seed: int | None) -> dict[str, Any]:
+    """reset()'s options as one instance's {task, params, instance_seed}; a wrong key, type or value is a
+    ValueError that names it and says what is allowed (never a bare TypeError, never silently ignored)."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"options={options!r:.80}: expected a dict with some of {', '.join(RESET_OPTIONS)}")
+    options = dict(options)
+    unknown = set(options) - set(RESET_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {sorted(unknown)}; expected some of "
+                         f"{', '.join(RESET_OPTIONS)}")
+    if "instances" in options:
+        # A vector env passes one options dict to every sub-env; `instances` maps each sub-env's reset
+        # seed to its own {"task", "params"}, so one batched reset can start different task instances.
+        table = options.pop("instances")
+        if not isinstance(table, dict):
+            raise ValueError(f"options['instances']={table!r:.80}: expected a map from reset seed to options")
+        if seed not in table:
+            raise KeyError(f"reset seed {seed} has no entry in options['instances'] (keys: {sorted(table)})")
+        entry = table[seed]
+        if not isinstance(entry, dict):
+            raise ValueError(f"options['instances'][{seed}]={entry!r:.80}: expected a dict with some of "
+                             f"{', '.join(INSTANCE_OPTIONS)}")
+        bad = set(entry) - set(INSTANCE_OPTIONS)
+        if bad:
+            raise ValueError(f"unknown key(s) {sorted(bad)} in options['instances'][{seed}]; expected some "
+                             f"of {', '.join(INSTANCE_OPTIONS)}")
+        options.update(entry)
+    task, params, inst = options.get("task"), options.get("params"), options.get("instance_seed")
+    if task is not None and not isinstance(task, str):
+        raise ValueError(f"options['task']={task!r}: expected a task name (str)")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"options['params']={params!r:.80}: expected a dict of the task's params")
+    if inst is not None and (isinstance(inst, bool) or not isinstance(inst, int | np.integer) or inst < 0):
+        raise ValueError(f"options['instance_seed']={inst!r}: expected an integer >= 0")
+    return options

@@ -45,6 +45,15 @@ class NoiseConfig:
     toasts: float = 0.03
     transitions: float = 0.10
 
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.type in ("bool", bool):
+                if not isinstance(v, bool):
+                    raise ValueError(f"noise[{f.name!r}]={v!r}: expected true or false")
+            elif isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"noise[{f.name!r}]={v!r}: expected a probability in [0, 1]")
+
     @classmethod
     def none(cls) -> NoiseConfig:
         return cls(clock=False, caret=False, notifications=0.0, toasts=0.0, transitions=0.0)

@@ -69,7 +69,10 @@ OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slo
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
 _EMPTY = np.zeros(0, np.int64)
-ANSWER_OPS = ("text", "list")  # an answer is copied text, or the selected elements' labels joined by ", "
+# An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, or
+# the minutes of an element's h:mm:ss duration
+ANSWER_OPS = ("text", "list", "count", "minutes")
+DURATION_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
 TAP_TYPES = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS)  # element actions that may land off the element's centre
 TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text is for (an embedding each)
 N_DENSE = 18  # element dense features, see Featurizer._element
@@ -142,6 +145,7 @@ class ElementFeat:
     label_compact: str
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
     tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
+    minutes: int | None = None  # the label as an h:mm:ss duration, in whole minutes
 
 
 @dataclasses.dataclass
@@ -228,8 +232,11 @@ class Featurizer:
         # dense[14:18], filled per sample: share of the element's words in the goal; label occurs in the goal;
         # the same compared letters-and-digits only; a 3+ letter goal word occurs in the label
         label = el.text or el.content_description or None
+        dur = DURATION_RE.fullmatch(label.strip()) if label else None
+        minutes = (int(dur[1]) * 3600 + int(dur[2]) * 60 + int(dur[3]) + 30) // 60 if dur else None
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
-                           compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None)
+                           compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
+                           minutes)
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
@@ -290,6 +297,7 @@ class Batch:
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
     lab_mask: torch.Tensor  # [B, E, S] where a label token is
+    is_duration: torch.Tensor  # [B, E] the element's label is an h:mm:ss duration
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
 
 
@@ -306,6 +314,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     el_lens = np.zeros((bsz, e_max), np.int64)
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
     has_label = np.zeros((bsz, e_max), bool)
+    is_duration = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_b, lab_e = [], [], []  # label tokens of every element that has them, flat
     for b, f in enumerate(feats):
@@ -315,6 +324,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
             has_label[b, :k] = f.has_label
             el_lens[b, :k] = f.el_lens
             for i, e in enumerate(f.elements):
+                is_duration[b, i] = e.minutes is not None
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_b.append(b)
@@ -351,6 +361,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         has_label=t(has_label),
         lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
         lab_at=t(lab_at),
+        is_duration=t(is_duration),
         lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
@@ -433,6 +444,9 @@ class PointerNet(nn.Module):
         # answers: copied text, or a list of selected elements' labels (one Bernoulli per element)
         self.op_head = nn.Linear(d, len(ANSWER_OPS))
         self.sel_q, self.sel_k = nn.Linear(d, d), nn.Linear(d, d)
+        self.cnt_q, self.cnt_k = nn.Linear(d, d), nn.Linear(d, d)  # counted elements (a Bernoulli each)
+        self.dur_q, self.dur_k = nn.Linear(d, d), nn.Linear(d, d)  # the duration an answer reads
+        self.fmt_head = nn.Linear(d, 2)  # typed number as copied, or zero-padded to two digits ("3" -> "03")
         # where inside the chosen element a tap lands: its centre (an index action) or a grid point
         self.tap_from_element = nn.Linear(d, d)
         self.tap_head = nn.Linear(d, 1 + TAP_GRID[0] * TAP_GRID[1])
@@ -527,6 +541,9 @@ class Heads:
     tap: torch.Tensor | None = None  # [B, 1 + cells]: slot 0 = the element's centre (an index action)
     text: TextHead | None = None
     select: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's label is in the list"
+    count: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element is counted"
+    duration: torch.Tensor | None = None  # [B, E] log-probs of the element whose duration is the answer
+    fmt: torch.Tensor | None = None  # [B, 2] typed text as copied / zero-padded
 
 
 @dataclasses.dataclass
@@ -542,10 +559,13 @@ class Targets:
     tap: list[int | None]  # tap slot for click / double_tap / long_press
     texts: list[list[tuple[int, int, int]] | None]  # (source, start, end) giving the text; None: no text part
     select: list[list[int] | None]  # answer as a list: element indices in screen order; None: not a list
+    count: list[int | None]  # answer as a count of elements
+    minutes: list[list[int] | None]  # answer as minutes: the elements whose duration gives it
+    padded: list[list[tuple[int, int, int]] | None]  # typed text as a zero-padded copy of these
 
     @classmethod
     def empty(cls, n: int) -> Targets:
-        return cls([True] * n, [0] * n, *([[None] * n for _ in range(7)]))
+        return cls([True] * n, [0] * n, *([[None] * n for _ in range(10)]))
 
 
 def type_mask(b: Batch) -> torch.Tensor:
@@ -637,7 +657,8 @@ class SmallPolicy(Policy):
         for i in _NEEDS_EL_IDX:
             needs |= types == i
         el_mask = torch.cat([~needs[:, None], b.el_mask], 1)
-        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1)], 1)
+        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1),
+                               b.el_mask.any(1), b.is_duration.any(1)], 1)  # text, list, count, minutes
         app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
         app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
         return Heads(
@@ -700,6 +721,13 @@ class SmallPolicy(Policy):
                            scale / tau)
         sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
         hd.select = sel.masked_fill(~b.has_label, NEG)  # elements without a label are never listed
+        cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
+        hd.count = cnt.masked_fill(~b.el_mask, NEG)
+        dur_mask = b.is_duration.clone()
+        dur_mask[:, 0] |= ~dur_mask.any(1)
+        dur = torch.einsum("bd,bed->be", m.dur_q(ctx), m.dur_k(h_el)) * scale / tau
+        hd.duration = _masked_log_softmax(dur, dur_mask)
+        hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
         """Sum of component log-probs per sample [B]; unrepresentable components add FLOOR_LOGPROB. Text
@@ -729,17 +757,60 @@ class SmallPolicy(Policy):
         total = total + part(hd.app, tg.app, [k == A.OPEN_APP for k in kinds])
         n_apps = hd.app.shape[1] - 1
         text = self._text_lp(hd, tg.texts, floor)
-        copied = [k == A.INPUT_TEXT or (k == A.OPEN_APP and tg.app[i] == n_apps) for i, k in enumerate(kinds)]
-        total = total + torch.where(lb(copied), text, zero)
+        none = floor.new_full((bsz,), NEG)
+
+        def either(*paths: torch.Tensor) -> torch.Tensor:
+            """log-sum of the paths that spell the same string; floor where none does."""
+            out = torch.logsumexp(torch.stack(paths), 0)
+            return torch.where(out > NEG / 2, out, floor)
+
+        def path(ok: list[bool], lp: torch.Tensor) -> torch.Tensor:
+            return torch.where(lb(ok), lp, none)
+
+        app_copied = [k == A.OPEN_APP and tg.app[i] == n_apps for i, k in enumerate(kinds)]
+        total = total + torch.where(lb(app_copied), text, zero)
+        is_typed = lb([k == A.INPUT_TEXT for k in kinds])
+        if bool(is_typed.any()):
+            fmt = hd.fmt if hd.fmt is not None else torch.zeros(bsz, 2, device=dev)
+            padded = self._text_lp(hd, tg.padded, floor)
+            typed = either(path([bool(c) for c in tg.texts], fmt[:, 0] + text),
+                           path([bool(c) for c in tg.padded], fmt[:, 1] + padded))
+            total = total + torch.where(is_typed, typed, zero)
         is_answer = lb([k == A.ANSWER for k in kinds])
         if bool(is_answer.any()):
-            none = floor.new_full((bsz,), NEG)
-            as_text = torch.where(lb([bool(c) for c in tg.texts]), hd.op[:, 0] + text, none)
-            listed = lb([c is not None for c in tg.select])
-            as_list = torch.where(listed, hd.op[:, 1] + self._select_lp(hd, tg), none)
-            ans = torch.logaddexp(as_text, as_list)
-            total = total + torch.where(is_answer, torch.where(ans > NEG / 2, ans, floor), zero)
+            ans = either(path([bool(c) for c in tg.texts], hd.op[:, 0] + text),
+                         path([c is not None for c in tg.select], hd.op[:, 1] + self._select_lp(hd, tg)),
+                         path([c is not None for c in tg.count], hd.op[:, 2] + self._count_lp(hd, tg)),
+                         path([bool(c) for c in tg.minutes], hd.op[:, 3] + self._minutes_lp(hd, tg)))
+            total = total + torch.where(is_answer, ans, zero)
         return torch.where(lb(tg.parsed), total, floor)
+
+    @staticmethod
+    def _count_lp(hd: Heads, tg: Targets) -> torch.Tensor:
+        """log P(the number of counted elements = the answer): Poisson-binomial over the elements' Bernoullis,
+        summed over every selection of that size (a dynamic programme over the elements)."""
+        z = hd.count
+        bsz, e_len = z.shape
+        real = z > NEG / 2
+        p_in = torch.where(real, F.logsigmoid(z), torch.full_like(z, NEG))
+        p_out = torch.where(real, F.logsigmoid(-z), torch.zeros_like(z))
+        dp = torch.full((bsz, e_len + 1), NEG, device=z.device)
+        dp[:, 0] = 0.0
+        for e in range(e_len):  # dp[k] = log P(k of the first e+1 elements are counted)
+            shifted = torch.cat([torch.full_like(dp[:, :1], NEG), dp[:, :-1]], 1)
+            dp = torch.logaddexp(dp + p_out[:, e : e + 1], shifted + p_in[:, e : e + 1])
+        k = torch.tensor([min(c, e_len) if c is not None else 0 for c in tg.count], device=z.device)
+        return dp[torch.arange(bsz, device=z.device), k]
+
+    @staticmethod
+    def _minutes_lp(hd: Heads, tg: Targets) -> torch.Tensor:
+        """log-sum of the duration pointer over the elements whose duration is the answer."""
+        lp = hd.duration
+        mask = torch.zeros_like(lp, dtype=torch.bool)
+        for b, els in enumerate(tg.minutes):
+            if els:
+                mask[b, els] = True
+        return torch.logsumexp(lp.masked_fill(~mask, NEG), 1)
 
     @staticmethod
     def _text_lp(hd: Heads, cands: list[list[tuple[int, int, int]] | None],
@@ -814,11 +885,21 @@ class SmallPolicy(Policy):
                 spans = f.goal.spans_for(name)
                 tg.app[b] = len(self.app_names) if spans else None
                 tg.texts[b] = [(0, s, e) for s, e in spans]
+        text = a.text or ""
         if t == A.INPUT_TEXT:
-            tg.texts[b] = _text_candidates(f, a.text or "")
+            tg.texts[b] = _text_candidates(f, text)
+            tg.padded[b] = _text_candidates(f, text[1]) if re.fullmatch(r"0\d", text) else []
         if t == A.ANSWER:
-            tg.texts[b] = _text_candidates(f, a.text or "")
-            tg.select[b] = _list_selection(f, a.text or "")
+            tg.texts[b] = _text_candidates(f, text)
+            tg.select[b] = _list_selection(f, text)
+            n = int(text) if text.isdigit() and str(int(text)) == text else None
+            tg.count[b] = n if n is not None and n <= len(f.elements) else None
+            tg.minutes[b] = [i for i, e in enumerate(f.elements) if str(e.minutes) == text]
+
+    @staticmethod
+    def _answer_forms(tg: Targets, b: int) -> list[bool]:
+        """Which answer forms (ANSWER_OPS order) spell sample b's answer."""
+        return [bool(tg.texts[b]), tg.select[b] is not None, tg.count[b] is not None, bool(tg.minutes[b])]
 
     def round_trip(self, batch: Sequence[PolicyInput],
                    actions: Sequence[Action]) -> list[tuple[Action | None, str]]:
@@ -840,19 +921,22 @@ class SmallPolicy(Policy):
                     why = "a point inside no element" if a.x is not None else "no element"
             elif t == A.OPEN_APP and tg.app[b] is None:
                 why = "unknown app the goal does not name"
-            elif t == A.INPUT_TEXT and not tg.texts[b]:
+            elif t == A.INPUT_TEXT and not tg.texts[b] and not tg.padded[b]:
                 why = "typed text is in neither the goal nor an element's label"
-            elif t == A.ANSWER and not tg.texts[b] and tg.select[b] is None:
-                why = "answer is neither copied text nor a list of labels"
+            elif t == A.ANSWER and not any(self._answer_forms(tg, b)):
+                why = "answer is no copied text, list of labels, count or duration on the screen"
             if why:
                 out.append((None, why))
                 continue
-            texts = tg.texts[b] or [(0, 0, 0)]
-            as_list = t == A.ANSWER and not tg.texts[b]
+            copy, fmt = ((tg.texts[b] or [(0, 0, 0)])[0], 0) if tg.texts[b] or not tg.padded[b] else \
+                (tg.padded[b][0], 1)
+            op = 0
+            if t == A.ANSWER and not tg.texts[b]:  # the first answer form that spells it
+                op = self._answer_forms(tg, b).index(True)
             app = tg.app[b] if tg.app[b] is not None else 0
             decoded = self._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
-                                         app if app <= n_apps else 0, tg.tap[b] or 0, texts[0],
-                                         ANSWER_OPS.index("list") if as_list else 0, tg.select[b] or [])
+                                         app if app <= n_apps else 0, tg.tap[b] or 0, copy, op,
+                                         tg.select[b] or [], fmt, tg.count[b] or 0, (tg.minutes[b] or [0])[0])
             out.append((decoded, ""))
         return out
 
@@ -902,11 +986,18 @@ class SmallPolicy(Policy):
             p_sel = torch.sigmoid(hd.select)
             chosen = p_sel > 0.5 if greedy else torch.bernoulli(p_sel, generator=self.generator).bool()
             sel = [torch.nonzero(row).flatten().tolist() for row in chosen & (hd.select > NEG / 2)]
+            p_cnt = torch.sigmoid(hd.count)
+            cnt = p_cnt > 0.5 if greedy else torch.bernoulli(p_cnt, generator=self.generator).bool()
+            counted = (cnt & (hd.count > NEG / 2)).sum(1).tolist()
+            dur, fmt = self._pick(hd.duration, greedy).tolist(), self._pick(hd.fmt, greedy).tolist()
+        else:
+            counted, dur, fmt = [0] * bsz, [0] * bsz, [0] * bsz
         outs, tg = [], Targets.empty(bsz)
         el = el_t.tolist()
         for i, (f, t) in enumerate(zip(feats, types.tolist(), strict=True)):
             a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
-                                   picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i])
+                                   picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i], fmt[i],
+                                   counted[i], dur[i])
             self._fill_target(tg, i, f, a)
             outs.append(a)
         slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
@@ -926,13 +1017,18 @@ class SmallPolicy(Policy):
         return torch.multinomial(lp.exp(), 1, generator=self.generator)[:, 0]
 
     def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
-                      copy: tuple[int, int, int], op: int, sel: list[int]) -> Action:
-        """The action the heads' choices spell: `copy` is (source, start, end) of copied text, `sel` the
-        listed elements of an answer given as a list."""
+                      copy: tuple[int, int, int], op: int, sel: list[int], fmt: int = 0, counted: int = 0,
+                      dur: int = 0) -> Action:
+        """The action the heads' choices spell: `copy` is (source, start, end) of copied text (zero-padded
+        when `fmt` is 1 and it is one digit), `sel` the listed elements of an answer given as a list,
+        `counted` the number of counted elements, `dur` the element whose duration an answer reads."""
         if t in NEEDS_ELEMENT:
             idx = el - 1
             if t == A.INPUT_TEXT:
-                return Action(t, index=idx, text=_copied(f, copy), clear_text=True)
+                text = _copied(f, copy)
+                if fmt == 1 and len(text) == 1 and text.isdigit():
+                    text = "0" + text
+                return Action(t, index=idx, text=text, clear_text=True)
             box = f.elements[idx].box
             if tap and box is not None:  # a point inside the element rather than its centre
                 x, y = _tap_point(box, tap)
@@ -946,8 +1042,13 @@ class SmallPolicy(Policy):
             name = self.app_names[app] if app < len(self.app_names) else _copied(f, (0, *copy[1:]))
             return Action(t, app_name=name)
         if t == A.ANSWER:
-            if ANSWER_OPS[op] == "list" and sel:
+            kind = ANSWER_OPS[op]
+            if kind == "list" and sel:
                 return Action(t, text=", ".join(f.elements[i].label or "" for i in sel))
+            if kind == "count":
+                return Action(t, text=str(counted))
+            if kind == "minutes" and dur < len(f.elements) and f.elements[dur].minutes is not None:
+                return Action(t, text=str(f.elements[dur].minutes))
             return Action(t, text=_copied(f, copy))
         return Action(t)
 
@@ -999,7 +1100,7 @@ class SmallPolicy(Policy):
         hidden = self.model.encode(b)
         hd = self._heads(b, hidden, self._type_log_probs(b, hidden[0]), types)
         slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
-        text = any(c is not None for c in tg.texts) or any(c is not None for c in tg.select)
+        text = any(ACTION_TYPES[t] in TEXT_USE for t in tg.type)
         self._conditioned(b, hidden, hd, types, slots, text)
         return hd
 
@@ -1022,6 +1123,8 @@ class SmallPolicy(Policy):
         total = total + torch.where(used((A.STATUS,)), ent(hd.status), zero)
         total = total + torch.where(used((A.OPEN_APP,)), ent(hd.app), zero)
         total = total + torch.where(used((A.ANSWER,)), ent(hd.op), zero)
+        if hd.fmt is not None:
+            total = total + torch.where(used((A.INPUT_TEXT,)), ent(hd.fmt), zero)
         if hd.text is not None:  # source, then start and end along the target's first copy
             th = hd.text
             first = [c[0] if c else (0, 0, 0) for c in tg.texts]

@@ -117,9 +117,10 @@ def test_act_never_raises_and_outputs_valid_actions(screens):
             if a.action_type == "input_text":  # copied from the goal or a label
                 assert a.clear_text is True and a.text
                 assert a.text in x.goal or any(a.text in lab for lab in labels)
-            if a.action_type == "answer":  # copied text, or a list of labels
+            if a.action_type == "answer":  # copied text, a list of labels, a count, or a duration's minutes
                 copied = a.text in x.goal or any(a.text in lab for lab in labels)
-                assert copied or _joined_labels(a.text, labels), a.text
+                counted = a.text.isdigit() and int(a.text) <= n_kept
+                assert copied or counted or _joined_labels(a.text, labels), a.text
     # a screen without elements can only get actions that need none (an answer copies from the goal)
     empty = PolicyInput(goal="Turn on wifi.", elements=[])
     for o in pol.act([empty] * 64):
@@ -292,3 +293,33 @@ def test_save_load_round_trip(tmp_path, screens):
     assert [o.text for o in pol.act(xs, greedy=True)] == [o.text for o in loaded.act(xs, greedy=True)]
     with pytest.raises(FileNotFoundError, match="not a SmallPolicy checkpoint"):
         SmallPolicy.load(tmp_path / "missing")
+
+
+def test_counts_durations_and_padded_numbers_round_trip():
+    """Computed answers: how many elements are counted, the minutes of an h:mm:ss duration; typed numbers
+    zero-padded ("3h" types "03")."""
+    els = [UIElement(text="Oct 7, 2023 12:00"), UIElement(text="2:00:00"), UIElement(text="skate boarding"),
+           UIElement(text="Hour", is_editable=True, bbox_pixels=BoundingBox(0, 1080, 300, 420))]
+    x = PolicyInput(goal="How long was it? An event at 3h.", elements=els)
+    pol = SmallPolicy(seed=0)
+    acts = [Action("answer", text="120"), Action("answer", text="3"),
+            Action("input_text", index=3, text="03", clear_text=True)]
+    out = pol.round_trip([x] * 3, acts)
+    assert [d for d, _ in out] == acts
+    assert (pol.log_probs([x] * 3, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
+
+
+def test_count_log_prob_is_the_poisson_binomial_over_every_selection():
+    """White-box: P(count = k) sums the Bernoulli probabilities of every selection of k elements."""
+    import itertools
+
+    els = [UIElement(text=t) for t in ("a", "b", "c")]
+    x = PolicyInput(goal="How many?", elements=els)
+    pol = SmallPolicy(seed=3)
+    feats = pol.featurize([x])
+    tg = pol._targets(feats, [render_response(Action("answer", text="2"))])
+    hd = pol._target_heads(feats, tg)
+    p = torch.sigmoid(hd.count[0]).detach()
+    brute = sum(math.prod(float(p[i]) if i in sel else 1 - float(p[i]) for i in range(3))
+                for sel in itertools.combinations(range(3), 2))
+    assert float(pol._count_lp(hd, tg)[0].exp()) == pytest.approx(brute, rel=1e-5)

@@ -91,7 +91,8 @@ def test_shapes_and_determinism(screens):
 
 def _joined_labels(text: str, labels: list[str]) -> bool:
     """`text` is labels in screen order joined by ", " (labels may contain ", " themselves)."""
-    return any(text == lab or (text.startswith(lab + ", ") and _joined_labels(text[len(lab) + 2:], labels[i + 1:]))
+    return any(text == lab
+               or (text.startswith(lab + ", ") and _joined_labels(text[len(lab) + 2:], labels[i + 1:]))
                for i, lab in enumerate(labels))
 
 
@@ -243,7 +244,8 @@ def test_taps_inside_an_element_round_trip_to_grid_points():
                        bbox_pixels=BoundingBox(90, 991, 400, 508))
     x = PolicyInput(goal="Turn brightness to the max value.", elements=[slider])
     pol = SmallPolicy(seed=0)
-    (right, _), (centre, _) = pol.round_trip([x, x], [Action("click", x=990, y=454), Action("click", index=0)])
+    taps = [Action("click", x=990, y=454), Action("click", index=0)]
+    (right, _), (centre, _) = pol.round_trip([x, x], taps)
     assert (right.x, right.index) == (990, None) and abs(right.y - 454) <= 20
     assert centre == Action("click", index=0)
     lp = pol.log_probs([x, x], [render_response(right), render_response(centre)])

@@ -32,7 +32,8 @@ def test_round_trip_names_what_cannot_be_represented():
     out = round_trip(pol, [_input()] * len(acts), acts)
     assert [d for d, _ in out] == [None, None, None]
     assert [w for _, w in out] == ["typed text is in neither the goal nor an element's label",
-                                   "element index beyond the kept elements", "unknown app the goal does not name"]
+                                   "element index beyond the kept elements",
+                                   "unknown app the goal does not name"]
 
 
 def test_task_coverage_of_a_task_the_policy_can_express():

@@ -139,11 +139,16 @@ class GRSD(Algorithm):
         self.pool = TrajectoryBuffer()
         self.examples = ForkExamples(keep=cfg.keep_forks, thumb_width=cfg.thumb_width)
 
-    def rollout_config(self, envs: Any, seed: int, progress: bool) -> RolloutConfig:
+    def rollout_config(self, envs: Any, seed: int, progress: bool,
+                       policy: Policy | None = None) -> RolloutConfig:
+        """Frames always (fork detection compares them), of mixed groups only unless `policy` reads them (its
+        pooled successes then keep theirs): a group of one outcome has no fork."""
         if not has_pixels(envs):
             raise ValueError("GRSD compares screenshots, but the env gives elements-only observations; make "
                              "it with render_scale > 0 (observation_mode='full')")
-        return super().rollout_config(envs, seed, progress)
+        mixed = policy is not None and not policy.uses_pixels
+        return dataclasses.replace(super().rollout_config(envs, seed, progress), keep_frames=True,
+                                   frames_of="mixed" if mixed else "all")
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         cfg = self.cfg

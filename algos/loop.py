@@ -42,12 +42,14 @@ class Algorithm(abc.ABC):
     def __init__(self, cfg: LoopConfig):
         self.cfg = cfg
 
-    def rollout_config(self, envs: Any, seed: int, progress: bool) -> RolloutConfig:
-        """How this iteration's rollouts are collected (algorithms that need screenshots keep frames)."""
+    def rollout_config(self, envs: Any, seed: int, progress: bool,
+                       policy: Policy | None = None) -> RolloutConfig:
+        """How this iteration's rollouts are collected: frames kept where the envs have them and `policy`
+        (when given) reads them."""
         return RolloutConfig(
             group_size=self.cfg.group_size,
             thumb_width=0,
-            keep_frames=has_pixels(envs),
+            keep_frames=has_pixels(envs) and (policy is None or policy.uses_pixels),
             seed=seed,
             progress=progress,
         )
@@ -133,7 +135,7 @@ def train_loop(
         n = cfg.instances_per_iter
         instances = gen.take(n * r)[n * (r - 1) :]
         with PHASES("rollout"):
-            groups = collect(policy, envs, instances, algo.rollout_config(envs, it_seed, progress))
+            groups = collect(policy, envs, instances, algo.rollout_config(envs, it_seed, progress, policy))
         trajs = [t for g in groups for t in g.trajectories]
         env_steps += sum(len(t.steps) for t in trajs)
         ok = [t for t in trajs if not t.errored]

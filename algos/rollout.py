@@ -28,6 +28,8 @@ class RolloutConfig:
     greedy: bool = False  # argmax actions (evaluation) instead of sampling
     thumb_width: int = 96  # thumbnail width kept per step when observations have pixels (0: none)
     keep_frames: bool = False  # also keep the full frames
+    frames_of: str = "all"  # with keep_frames: "all" groups, or only "mixed" ones (successes and failures:
+    # what fork detection compares); the others' frames are dropped as soon as their last rollout ends
     progress: bool = False  # a rich progress bar
     seed: int = 0  # base of the per-trajectory env seeds (screen noise)
 
@@ -46,6 +48,12 @@ def _thumb(pixels: np.ndarray | None, width: int) -> np.ndarray | None:
         return np.array(pixels)
     img = Image.fromarray(pixels).resize((width, max(1, round(h * width / w))), Image.Resampling.BOX)
     return np.asarray(img)
+
+
+def _frame(pixels: np.ndarray | None, keep: bool, copy: bool) -> np.ndarray | None:
+    if pixels is None or not keep:
+        return None
+    return np.array(pixels) if copy else pixels
 
 
 def _info_params(info: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +88,12 @@ class _Rollouts:
             )
             for k, inst in enumerate(instances)
         ]
+        if cfg.frames_of not in ("all", "mixed"):
+            raise ValueError(f"frames_of must be 'all' or 'mixed', got {cfg.frames_of!r}")
         self.slots: list[list[Trajectory | None]] = [[None] * G for _ in instances]
+        self.left = [G] * len(instances)  # rollouts of each group still running or to come
+        # gymnasium's vector envs reuse their pixel buffers; a pipelined env's frames arrive as new arrays
+        self.copy_frames = not isinstance(envs, PipelinedVectorEnv)
         self.next_job = 0
         self.done_jobs = 0
         self.job_of: list[int | None] = [None] * n  # job each sub-env runs (None: idle or a dropped filler)
@@ -151,6 +164,14 @@ class _Rollouts:
                            pixels=obs.get("pixels"), step=int(info.get("step", 0)),
                            max_steps=int(info.get("max_steps", 10)))
 
+    def _drop_frames_unless_mixed(self, k: int) -> None:
+        trajs = [t for t in self.slots[k] if t is not None and not t.errored]
+        if any(t.success for t in trajs) and not all(t.success for t in trajs):
+            return
+        for t in self.slots[k]:
+            for s in t.steps if t is not None else ():
+                s.frame = None
+
     def act(self, ids: list[int]) -> list[PolicyOutput]:
         with PHASES("policy"):
             return self.policy.act([self.inputs[i] for i in ids], greedy=self.cfg.greedy)
@@ -176,7 +197,7 @@ class _Rollouts:
                     ui_elements=x.elements,
                     screen_key=str(self.info[i].get("screen_key", "")),
                     thumbnail=_thumb(x.pixels, cfg.thumb_width),
-                    frame=np.array(x.pixels) if cfg.keep_frames and x.pixels is not None else None,
+                    frame=_frame(x.pixels, cfg.keep_frames, self.copy_frames),
                     reward=float(reward),
                     done=bool(term or trunc),
                     logprob=float(o.logprob),
@@ -199,6 +220,9 @@ class _Rollouts:
             t.success = (not t.errored) and t.score >= 1.0
             k, g = self.jobs[self.job_of[i]]
             self.slots[k][g] = t
+            self.left[k] -= 1
+            if self.left[k] == 0 and cfg.keep_frames and cfg.frames_of == "mixed":
+                self._drop_frames_unless_mixed(k)
             self.done_jobs += 1
             if self.progress is not None:
                 self.progress.update(self.bar, completed=self.done_jobs)

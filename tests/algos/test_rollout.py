@@ -196,3 +196,37 @@ def test_rollout_steps_render_prompts_lazily_and_round_trip_through_parquet(tmp_
     assert [x.policy_input().elements for x in steps] == [x.elements for x in buf.steps()]
     ds = buf.to_sft_dataset()
     assert ds["prompt"] == [render_prompt(x.policy_input()) for x in buf.steps()]
+
+
+class _SometimesQuits(ExpertPolicy):
+    """The expert, except that at an episode's first step it gives up half the time (its own seeded coin):
+    groups of both outcomes and of one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rng = np.random.default_rng(0)
+
+    def act(self, batch, greedy=False):
+        from algos.policies.base import PolicyOutput
+        from voyager_gym.actions import Action
+
+        quit_ = Action("status", goal_status="infeasible")
+        return [PolicyOutput(quit_.to_json(), quit_) if x.step == 0 and self.rng.random() < 0.5 else o
+                for x, o in zip(batch, super().act(batch), strict=True)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "pipelined"])
+def test_frames_of_mixed_groups_only(mode):
+    kw = {"lanes": 2, "workers": 1} if mode == "pipelined" else {}
+    envs = make_vec(4, mode, render_scale=0.05, **kw)
+    try:
+        cfg = RolloutConfig(group_size=3, thumb_width=0, keep_frames=True, frames_of="mixed", seed=1)
+        groups = collect(_SometimesQuits(), envs, TrainGenerator(TASKS, seed=4).take(6), cfg)
+    finally:
+        envs.close()
+    mixed = [g.has_both_outcomes for g in groups]
+    assert any(mixed) and not all(mixed)
+    for g, m in zip(groups, mixed, strict=True):
+        frames = [s.frame for t in g.trajectories for s in t.steps]
+        assert all(f is not None and f.shape == (120, 54, 3) for f in frames) if m else \
+            all(f is None for f in frames)

@@ -4,6 +4,12 @@ Rasterising text is most of the cost of a frame, so every glyph run, icon and ro
 once into an alpha mask and cached; a frame is solid fills plus alpha blits of cached masks, done with numpy.
 Whole frames are cached too, keyed by the tree's visual content, so revisiting a screen costs a lookup.
 Only called when pixels are asked for.
+
+Memory is bounded: the glyph cache (text and icon masks, their premultiplied colour forms and pre-composited
+sprites) is an LRU by bytes, `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer); tiles have
+their own byte budget (48 MB); frames are `frame_cache` whole frames (16: 125 MB at full scale, 8 MB at
+0.25). Text longer than its box is cut to what can show before it is rasterised, so a 100 KB field costs
+what a full one does.
 """
 
 from __future__ import annotations
@@ -60,6 +66,76 @@ def _keep_frames_on_heap() -> None:
         pass
 
 
+GLYPH_CACHE_MB = 96  # default byte budget of a renderer's glyph cache (masks, premultiples, sprites)
+CLIP_CHARS = 128  # text up to this many characters is never cut (no extra measuring on ordinary labels)
+
+
+def _nbytes(value: object) -> int:
+    """Bytes held by a cached value: arrays, and tuples/lists of them (other members count as nothing)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, tuple | list):
+        return sum(_nbytes(v) for v in value)
+    return 0
+
+
+class ByteLRU:
+    """A mapping bounded by the bytes of its values: putting past `budget` evicts least recently used."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.nbytes = 0
+        self._d: OrderedDict[object, tuple[object, int]] = OrderedDict()
+
+    def get(self, key: object) -> object | None:
+        hit = self._d.get(key)
+        if hit is None:
+            return None
+        self._d.move_to_end(key)
+        return hit[0]
+
+    def put(self, key: object, value: object) -> object:
+        """Store `value` (unless it alone exceeds the budget) and return it."""
+        n = _nbytes(value)
+        old = self._d.pop(key, None)
+        if old is not None:
+            self.nbytes -= old[1]
+        if n > self.budget:
+            return value
+        self._d[key] = (value, n)
+        self.nbytes += n
+        while self.nbytes > self.budget:
+            _, (_, m) = self._d.popitem(last=False)
+            self.nbytes -= m
+        return value
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+def _visible(text: str, f: ImageFont.FreeTypeFont, width: int, align: str = "left") -> str:
+    """The part of one line of `text` that can show in `width` px at `align`: the shortest prefix (suffix,
+    middle) at least a glyph wider than the box, found by doubling, so no call measures the whole text. For
+    left-aligned text the pixels are exactly those of the whole line (glyphs right of the cut are clipped
+    anyway); right- and centre-aligned overlong text shows its end or middle."""
+    if len(text) <= CLIP_CHARS or width <= 0:
+        return text
+    need = width + 2 * f.size
+    k = CLIP_CHARS
+    while k < len(text):
+        if align == "right":
+            piece = text[-k:]
+        elif align == "center":
+            mid = len(text) // 2
+            piece = text[mid - k // 2 : mid + k // 2]
+        else:
+            piece = text[:k]
+        if f.getlength(piece) >= need:
+            return piece
+        k *= 2
+    return text
+
+
 def _div255(t: np.ndarray) -> np.ndarray:
     """floor(t / 255) for uint16 t < 65535, with shifts."""
     t = t + 1
@@ -82,6 +158,7 @@ class Renderer:
         tile_cache_mb: int | None = None,
         incremental: bool = True,
         fast: bool = True,
+        glyph_cache_mb: int = GLYPH_CACHE_MB,
     ):
         if not (0.05 <= scale <= 2.0):
             raise ValueError(f"render scale must be in [0.05, 2.0], got {scale}")
@@ -92,11 +169,11 @@ class Renderer:
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
         self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
-        self._masks: dict[tuple, np.ndarray] = {}
-        self._rows: dict[tuple, np.ndarray] = {}
-        self._premul: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._sprites: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._blanks: dict[tuple, np.ndarray] = {}
+        # masks, premultiples and sprites share one byte-bounded LRU; premultiples and sprites are keyed by
+        # their mask's id and keep the mask alive, so an id is never reused while its entries exist
+        self._glyphs = ByteLRU(glyph_cache_mb * 2**20)
+        self._rows: dict[tuple, np.ndarray] = {}  # one row per colour of the palette: a few KB each
+        self._blanks = ByteLRU(4 * self.W * self.H * 3)  # blank frames of the last few background colours
         self._tiles: OrderedDict[int, np.ndarray] = OrderedDict()
         self._tile_bytes = 0
         self.tile_budget = 48 * 2**20 if tile_cache_mb is None else tile_cache_mb * 2**20
@@ -135,8 +212,9 @@ class Renderer:
             # Copying a cached blank frame is several times faster than filling freshly allocated memory.
             blank = self._blanks.get(bg)
             if blank is None:
-                blank = self._blanks[bg] = np.empty((self.H, self.W, 3), dtype=np.uint8)
+                blank = np.empty((self.H, self.W, 3), dtype=np.uint8)
                 self.fill(blank, (0, 0, self.W, self.H), bg)
+                self._blanks.put(bg, blank)
             frame = blank.copy()
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
@@ -146,6 +224,16 @@ class Renderer:
             while len(self._frames) > self.frame_cache:
                 self._frames.popitem(last=False)
         return frame
+
+    def cache_bytes(self) -> dict[str, int]:
+        """Bytes held by each cache (frames, tiles, glyphs, blank frames, colour rows)."""
+        return {
+            "frames": sum(f.nbytes for f in self._frames.values()),
+            "tiles": self._tile_bytes,
+            "glyphs": self._glyphs.nbytes,
+            "blanks": self._blanks.nbytes,
+            "rows": sum(r.nbytes for r in self._rows.values()),
+        }
 
     def _damage(self, items: list[tuple]) -> Bounds | None:
         """The bounding box of what changed since the last frame, or None to render in full."""
@@ -198,28 +286,24 @@ class Renderer:
         sl = (slice(y0 - y, y1 - y), slice(x0 - x, x1 - x))
         sub = frame[y0:y1, x0:x1]
         if under is not None:
-            key = (id(mask), color, under)
-            sprite = self._sprites.get(key)
-            if sprite is None:
-                if len(self._sprites) > 20_000:
-                    self._sprites.clear()
+            key = ("sprite", id(mask), color, under)
+            hit = self._glyphs.get(key)
+            if hit is None:
                 m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
                 base = np.tile(np.asarray(under, np.uint16), w)[None, :]
                 c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
                 sprite = _div255(base * (255 - m3) + c3 * m3 + 127).astype(np.uint8).reshape(h, w, 3)
-                self._sprites[key] = (sprite, mask)  # the mask is kept alive so its id stays unique
+                self._glyphs.put(key, (sprite, mask))  # the mask is kept alive so its id stays unique
             else:
-                sprite = sprite[0]
+                sprite = hit[0]
             sub[:] = sprite[sl]
             return
-        pm = self._premul.get((id(mask), color))
+        pm = self._glyphs.get(("premul", id(mask), color))
         if pm is None:
-            if len(self._premul) > 50_000:
-                self._premul.clear()
             # Flattened to (h, w*3) so numpy's inner loops run along whole rows, not along 3 channels.
             m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
             c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
-            pm = self._premul[(id(mask), color)] = (255 - m3, m3 * c3 + 127, mask)
+            pm = self._glyphs.put(("premul", id(mask), color), (255 - m3, m3 * c3 + 127, mask))
         inv, cm, _ = pm
         cols = slice((x0 - x) * 3, (x1 - x) * 3)
         sub2 = sub.reshape(y1 - y0, (x1 - x0) * 3)
@@ -237,27 +321,39 @@ class Renderer:
             row = self._rows[color] = np.tile(np.asarray(color[:3], np.uint8), (self.W, 1))
         return row
 
-    def text_mask(self, text: str, size: int, bold: bool, width: int = 0, lines: int = 1) -> np.ndarray:
-        key = ("t", text, size, bold, width if lines > 1 else 0, lines)
-        m = self._masks.get(key)
+    def text_mask(self, text: str, size: int, bold: bool, width: int = 0, lines: int = 1,
+                  align: str = "left") -> np.ndarray:
+        """The alpha mask of `text` in `lines` rows wrapped at `width` px; text beyond what `width` can show
+        is cut first (see `_visible`), so the mask is never much wider than the box."""
+        cut = len(text) > CLIP_CHARS  # only then do the width and alignment change the mask of one line
+        key = ("t", text, size, bold, width if lines > 1 or cut else 0, lines, align if cut else "")
+        m = self._glyphs.get(key)
         if m is None:
             f = font(size, bold)
-            rows = self._wrap(text, f, width, lines) if lines > 1 else [text.replace("\n", " ")]
+            if lines > 1:
+                rows = [_visible(r, f, width) for r in self._wrap(text, f, width, lines)]
+            else:
+                rows = [_visible(text.replace("\n", " "), f, width, align)]
             line_h = int(size * 1.3)
             wmax = max([1] + [int(math.ceil(f.getlength(r))) + 2 for r in rows])
             img = Image.new("L", (wmax, max(1, line_h * len(rows))), 0)
             d = ImageDraw.Draw(img)
             for i, r in enumerate(rows):
                 d.text((0, i * line_h + int(size * 0.1)), r, fill=255, font=f)
-            m = self._masks[key] = _as_mask(img)
+            m = self._glyphs.put(key, _as_mask(img))
         return m
 
     @staticmethod
     def _wrap(text: str, f: ImageFont.FreeTypeFont, width: int, lines: int) -> list[str]:
+        """Greedy word wrap into at most `lines` rows; stops as soon as they are full. A word wider than the
+        box (it gets a row of its own) is cut to what can show before it is measured with its neighbours."""
         out: list[str] = []
-        for para in text.split("\n"):
+        for para in text.split("\n", lines):
             cur = ""
             for word in para.split(" "):
+                if len(out) >= lines:
+                    break
+                word = _visible(word, f, width)
                 cand = word if not cur else f"{cur} {word}"
                 if width and f.getlength(cand) > width and cur:
                     out.append(cur)
@@ -271,23 +367,23 @@ class Renderer:
 
     def corner_mask(self, r: int) -> np.ndarray:
         key = ("corner", r)
-        m = self._masks.get(key)
+        m = self._glyphs.get(key)
         if m is None:
             ss = 4
             img = Image.new("L", (r * ss * 2, r * ss * 2), 0)
             ImageDraw.Draw(img).ellipse((0, 0, r * ss * 2 - 1, r * ss * 2 - 1), fill=255)
             img = img.resize((r * 2, r * 2), Image.Resampling.BOX)
-            m = self._masks[key] = _as_mask(img)
+            m = self._glyphs.put(key, _as_mask(img))
         return m
 
     def corner_quarters(self, r: int) -> list[np.ndarray]:
         key = ("quarters", r)
-        q = self._masks.get(key)
+        q = self._glyphs.get(key)
         if q is None:
             cm = self.corner_mask(r)
-            q = self._masks[key] = [
+            q = self._glyphs.put(key, [
                 np.ascontiguousarray(a) for a in (cm[:r, :r], cm[:r, r:], cm[r:, :r], cm[r:, r:])
-            ]
+            ])
         return q
 
     def round_rect(self, frame, r, radius: int, color, clip, under=None) -> None:
@@ -316,9 +412,9 @@ class Renderer:
     def icon_layers(self, name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None]]:
         """Masks for an icon at w x h px: [(mask, colour or None for the node's icon colour)]."""
         key = ("icon", name, w, h)
-        layers = self._masks.get(key)
+        layers = self._glyphs.get(key)
         if layers is None:
-            layers = self._masks[key] = _draw_icon(name, w, h)
+            layers = self._glyphs.put(key, _draw_icon(name, w, h))
         return layers
 
     # -- the tree --------------------------------------------------------------------------------------
@@ -409,7 +505,7 @@ class Renderer:
             size = max(6, self.px(n.size))
             pad = self.px(n.pad)
             width = tx1 - tx0 - 2 * pad
-            m = self.text_mask(label, size, n.bold, width, n.lines)
+            m = self.text_mask(label, size, n.bold, width, n.lines, n.align)
             mh, mw = m.shape[:2]
             if n.lines > 1:
                 y = ty0 + pad

@@ -4,6 +4,11 @@ Sub-envs pull jobs (instance k, rollout g) from a queue and reset themselves as 
 (continuous batching, with gymnasium's autoreset DISABLED and masked resets), so the policy always sees a
 full batch. Each finished trajectory lands in its instance's `Group`. Errored episodes are kept and flagged
 (`Trajectory.errored`), never counted as failures.
+
+With a `PipelinedVectorEnv` (make_vec(..., "pipelined")) the policy acts on one lane of sub-envs while worker
+processes step the others, so env stepping and policy forward passes overlap on two cores; what happens
+depends on the lanes only, so any worker count gives the same trajectories. Steps keep the observation's
+element objects and no prompt text (`Step.prompt` is rendered when read).
 """
 
 from __future__ import annotations

@@ -199,10 +199,11 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
     (never on the worker count or on timing), any worker count gives the same results.
 
     The usual `reset` / `step` (all sub-envs, gymnasium's batched outputs, autoreset DISABLED, `reset_mask`
-    in options) work too."""
+    in options) work too. Workers start by `start_method` (forkserver: never a fork of a process whose other
+    threads, torch's or wandb's, may hold locks)."""
 
     def __init__(self, num_envs: int, lanes: int = 2, workers: int = 1, env_id: str = ENV_ID,
-                 start_method: str | None = None, **env_kwargs: Any):
+                 start_method: str = "forkserver", **env_kwargs: Any):
         if num_envs < 1 or not 1 <= lanes <= num_envs:
             raise ValueError(f"need num_envs >= 1 and 1 <= lanes <= num_envs; got num_envs={num_envs}, "
                              f"lanes={lanes}")

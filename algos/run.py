@@ -419,9 +419,10 @@ def _jsonable(x: Any) -> Any:
 # -- reproducibility ---------------------------------------------------------------------------------------
 PINNED_NUMERICS = {
     # The same float operations give different bits under AVX-512 and AVX2 kernels (ATen's vectorised ops,
-    # MKL's GEMM): pin both to AVX2, which every x86-64 server since 2013 has. A user's own setting wins.
+    # MKL's GEMM, oneDNN): pin them to AVX2, which x86-64 servers since 2013 have. A user's setting wins.
     "ATEN_CPU_CAPABILITY": "avx2",
     "MKL_CBWR": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
 }
 
 

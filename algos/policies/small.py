@@ -73,6 +73,9 @@ _EMPTY = np.zeros(0, np.int64)
 # the minutes of an element's h:mm:ss duration
 ANSWER_OPS = ("text", "list", "count", "minutes")
 DURATION_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
+# How typed text is made from the copied text c and the target field's current text x (its label): c; c
+# zero-padded to two digits when one digit ("3" -> "03"); c above x; c below x; c above x after a blank line
+TEXT_FORMATS = ("copy", "pad2", "above", "below", "above_blank")
 TAP_TYPES = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS)  # element actions that may land off the element's centre
 TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text is for (an embedding each)
 N_DENSE = 18  # element dense features, see Featurizer._element
@@ -446,7 +449,7 @@ class PointerNet(nn.Module):
         self.sel_q, self.sel_k = nn.Linear(d, d), nn.Linear(d, d)
         self.cnt_q, self.cnt_k = nn.Linear(d, d), nn.Linear(d, d)  # counted elements (a Bernoulli each)
         self.dur_q, self.dur_k = nn.Linear(d, d), nn.Linear(d, d)  # the duration an answer reads
-        self.fmt_head = nn.Linear(d, 2)  # typed number as copied, or zero-padded to two digits ("3" -> "03")
+        self.fmt_head = nn.Linear(d, len(TEXT_FORMATS))  # how typed text is made from the copy
         # where inside the chosen element a tap lands: its centre (an index action) or a grid point
         self.tap_from_element = nn.Linear(d, d)
         self.tap_head = nn.Linear(d, 1 + TAP_GRID[0] * TAP_GRID[1])
@@ -543,7 +546,7 @@ class Heads:
     select: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's label is in the list"
     count: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element is counted"
     duration: torch.Tensor | None = None  # [B, E] log-probs of the element whose duration is the answer
-    fmt: torch.Tensor | None = None  # [B, 2] typed text as copied / zero-padded
+    fmt: torch.Tensor | None = None  # [B, len(TEXT_FORMATS)] how typed text is made from the copied text
 
 
 @dataclasses.dataclass
@@ -561,7 +564,8 @@ class Targets:
     select: list[list[int] | None]  # answer as a list: element indices in screen order; None: not a list
     count: list[int | None]  # answer as a count of elements
     minutes: list[list[int] | None]  # answer as minutes: the elements whose duration gives it
-    padded: list[list[tuple[int, int, int]] | None]  # typed text as a zero-padded copy of these
+    formatted: list[list[list[tuple[int, int, int]]] | None]  # typed text: per TEXT_FORMATS entry after
+    # the first, the copies that give it in that format
 
     @classmethod
     def empty(cls, n: int) -> Targets:
@@ -771,10 +775,12 @@ class SmallPolicy(Policy):
         total = total + torch.where(lb(app_copied), text, zero)
         is_typed = lb([k == A.INPUT_TEXT for k in kinds])
         if bool(is_typed.any()):
-            fmt = hd.fmt if hd.fmt is not None else torch.zeros(bsz, 2, device=dev)
-            padded = self._text_lp(hd, tg.padded, floor)
-            typed = either(path([bool(c) for c in tg.texts], fmt[:, 0] + text),
-                           path([bool(c) for c in tg.padded], fmt[:, 1] + padded))
+            fmt = hd.fmt if hd.fmt is not None else torch.zeros(bsz, len(TEXT_FORMATS), device=dev)
+            paths = [path([bool(c) for c in tg.texts], fmt[:, 0] + text)]
+            for k in range(1, len(TEXT_FORMATS)):
+                cands = [c[k - 1] if c else None for c in tg.formatted]
+                paths.append(path([bool(c) for c in cands], fmt[:, k] + self._text_lp(hd, cands, floor)))
+            typed = either(*paths)
             total = total + torch.where(is_typed, typed, zero)
         is_answer = lb([k == A.ANSWER for k in kinds])
         if bool(is_answer.any()):
@@ -888,7 +894,9 @@ class SmallPolicy(Policy):
         text = a.text or ""
         if t == A.INPUT_TEXT:
             tg.texts[b] = _text_candidates(f, text)
-            tg.padded[b] = _text_candidates(f, text[1]) if re.fullmatch(r"0\d", text) else []
+            field = f.elements[a.index].label if a.index is not None and a.index < len(f.elements) else None
+            tg.formatted[b] = [_text_candidates(f, c) if c else [] for c in
+                               (_unformat(k, text, field) for k in TEXT_FORMATS[1:])]
         if t == A.ANSWER:
             tg.texts[b] = _text_candidates(f, text)
             tg.select[b] = _list_selection(f, text)
@@ -921,15 +929,17 @@ class SmallPolicy(Policy):
                     why = "a point inside no element" if a.x is not None else "no element"
             elif t == A.OPEN_APP and tg.app[b] is None:
                 why = "unknown app the goal does not name"
-            elif t == A.INPUT_TEXT and not tg.texts[b] and not tg.padded[b]:
+            elif t == A.INPUT_TEXT and not tg.texts[b] and not any(tg.formatted[b] or ()):
                 why = "typed text is in neither the goal nor an element's label"
             elif t == A.ANSWER and not any(self._answer_forms(tg, b)):
                 why = "answer is no copied text, list of labels, count or duration on the screen"
             if why:
                 out.append((None, why))
                 continue
-            copy, fmt = ((tg.texts[b] or [(0, 0, 0)])[0], 0) if tg.texts[b] or not tg.padded[b] else \
-                (tg.padded[b][0], 1)
+            copy, fmt = (tg.texts[b] or [(0, 0, 0)])[0], 0
+            if t == A.INPUT_TEXT and not tg.texts[b]:  # the first format that spells it
+                fmt = 1 + next(k for k, c in enumerate(tg.formatted[b]) if c)
+                copy = tg.formatted[b][fmt - 1][0]
             op = 0
             if t == A.ANSWER and not tg.texts[b]:  # the first answer form that spells it
                 op = self._answer_forms(tg, b).index(True)
@@ -1019,15 +1029,13 @@ class SmallPolicy(Policy):
     def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
                       copy: tuple[int, int, int], op: int, sel: list[int], fmt: int = 0, counted: int = 0,
                       dur: int = 0) -> Action:
-        """The action the heads' choices spell: `copy` is (source, start, end) of copied text (zero-padded
-        when `fmt` is 1 and it is one digit), `sel` the listed elements of an answer given as a list,
+        """The action the heads' choices spell: `copy` is (source, start, end) of copied text (typed in
+        TEXT_FORMATS[fmt] with the field's text), `sel` the listed elements of an answer given as a list,
         `counted` the number of counted elements, `dur` the element whose duration an answer reads."""
         if t in NEEDS_ELEMENT:
             idx = el - 1
             if t == A.INPUT_TEXT:
-                text = _copied(f, copy)
-                if fmt == 1 and len(text) == 1 and text.isdigit():
-                    text = "0" + text
+                text = _format(TEXT_FORMATS[fmt], _copied(f, copy), f.elements[idx].label)
                 return Action(t, index=idx, text=text, clear_text=True)
             box = f.elements[idx].box
             if tap and box is not None:  # a point inside the element rather than its centre
@@ -1267,6 +1275,34 @@ def _tap_point(box: tuple[int, int, int, int], cell: int) -> tuple[int, int]:
     x = x0 + round(col / (cols - 1) * max(0, x1 - x0 - 1))
     y = y0 + round((row + 0.5) / rows * (y1 - y0))
     return int(x), int(y)
+
+
+def _format(fmt: str, copied: str, field: str | None) -> str:
+    """Typed text from the copied text and the field's current text (trailing newlines dropped), as
+    TEXT_FORMATS says."""
+    field = field.rstrip("\n") if field else field
+    if fmt == "pad2":
+        return "0" + copied if len(copied) == 1 and copied.isdigit() else copied
+    if fmt in ("above", "below", "above_blank") and field:
+        return {"above": f"{copied}\n{field}", "below": f"{field}\n{copied}",
+                "above_blank": f"{copied}\n\n{field}"}[fmt]
+    return copied
+
+
+def _unformat(fmt: str, text: str, field: str | None) -> str | None:
+    """The copied text that `fmt` turns into `text` with this field, or None when it cannot."""
+    if fmt == "pad2":
+        return text[1] if re.fullmatch(r"0\d", text) else None
+    field = field.rstrip("\n") if field else field
+    if not field:
+        return None
+    if fmt == "above" and text.endswith("\n" + field):
+        return text[: -len(field) - 1] or None
+    if fmt == "below" and text.startswith(field + "\n"):
+        return text[len(field) + 1 :] or None
+    if fmt == "above_blank" and text.endswith("\n\n" + field):
+        return text[: -len(field) - 2] or None
+    return None
 
 
 def _copied(f: SampleFeat, copy: tuple[int, int, int]) -> str:

@@ -89,6 +89,22 @@ def test_shapes_and_determinism(screens):
     assert not torch.allclose(lp, other), "a different seed must give a different model"
 
 
+def _copied_parts(text: str, field: str | None) -> list[str]:
+    """What typed text may have been copied from: itself, a zero-padded digit's digit, or the text around the
+    field's current text (a line above or below it)."""
+    parts = [text]
+    field = field.rstrip("\n") if field else field
+    if len(text) == 2 and text[0] == "0" and text[1].isdigit():
+        parts.append(text[1])
+    if field:
+        for sep in ("\n", "\n\n"):
+            if text.endswith(sep + field):
+                parts.append(text[: -len(field) - len(sep)])
+        if text.startswith(field + "\n"):
+            parts.append(text[len(field) + 1 :])
+    return parts
+
+
 def _joined_labels(text: str, labels: list[str]) -> bool:
     """`text` is labels in screen order joined by ", " (labels may contain ", " themselves)."""
     return any(text == lab
@@ -115,9 +131,11 @@ def test_act_never_raises_and_outputs_valid_actions(screens):
             if a.x is not None:  # a tap inside a kept element, off its centre
                 assert any(b.x_min <= a.x <= b.x_max and b.y_min <= a.y <= b.y_max
                            for b in (e.bbox_pixels for e in x.elements[:n_kept]) if b is not None)
-            if a.action_type == "input_text":  # copied from the goal or a label
+            if a.action_type == "input_text":  # copied from the goal or a label (maybe with the field's text)
                 assert a.clear_text is True and a.text
-                assert a.text in x.goal or any(a.text in lab for lab in labels)
+                field = x.elements[a.index]
+                parts = _copied_parts(a.text, field.text or field.content_description)
+                assert any(p in x.goal or any(p in lab for lab in labels) for p in parts), a.text
             if a.action_type == "answer":  # copied text, a list of labels, a count, or a duration's minutes
                 copied = a.text in x.goal or any(a.text in lab for lab in labels)
                 counted = a.text.isdigit() and int(a.text) <= n_kept
@@ -185,7 +203,7 @@ def test_text_span_reproduces_exact_goal_substrings():
     # sampled texts are always exact substrings (of the goal or a label), case and punctuation preserved
     outs = pol.act([x] * 256)
     typed = {o.action.text for o in outs if o.action.action_type == "input_text"}
-    assert typed and all(t in goal or t in "Amount" for t in typed)
+    assert typed and all(any(p in goal or p in "Amount" for p in _copied_parts(t, "Amount")) for t in typed)
 
 
 def test_repeated_strings_are_marginalised_over_every_span_and_element():
@@ -325,3 +343,17 @@ def test_count_log_prob_is_the_poisson_binomial_over_every_selection():
     brute = sum(math.prod(float(p[i]) if i in sel else 1 - float(p[i]) for i in range(3))
                 for sel in itertools.combinations(range(3), 2))
     assert float(pol._count_lp(hd, tg)[0].exp()) == pytest.approx(brute, rel=1e-5)
+
+
+def test_typed_text_around_the_fields_text_round_trips():
+    """Editing a note: a copied line typed above or below the field's current text (a blank line between,
+    for a header), which the field shows with a trailing newline."""
+    note = UIElement(text="Ask Priya about the soup.\n", is_editable=True,
+                     bbox_pixels=BoundingBox(0, 1080, 300, 900))
+    x = PolicyInput(goal='Add "Buy milk", and a header "TODO" with a blank line.', elements=[note])
+    pol = SmallPolicy(seed=0)
+    texts = ["Buy milk\nAsk Priya about the soup.", "Ask Priya about the soup.\nBuy milk",
+             "TODO\n\nAsk Priya about the soup."]
+    acts = [Action("input_text", index=0, text=t, clear_text=True) for t in texts]
+    assert [d for d, _ in pol.round_trip([x] * 3, acts)] == acts
+    assert (pol.log_probs([x] * 3, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()

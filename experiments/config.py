@@ -460,7 +460,7 @@ def help_text(prog: str, schema: type) -> str:
     """Every key of `schema` with its type, default and meaning, then the presets and what they set."""
     defaults = OmegaConf.to_container(OmegaConf.structured(schema))
     lines = [f"usage: voyager-gym {prog} [key=value ...]  (or: python experiments/{prog}.py [key=value ...])",
-             "", (schema.__doc__ or "").strip(), "",
+             "", inspect.cleandoc(schema.__doc__ or ""), "",
              "Lists take [a,b] or a,b; maps k=v,k2=v2; `policy=hf` is policy.name=hf. Keys:"]
     rows = []
     for key, t in _fields(schema).items():

@@ -70,9 +70,22 @@ _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
 _EMPTY = np.zeros(0, np.int64)
 # An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, or
-# the minutes of an element's h:mm:ss duration
-ANSWER_OPS = ("text", "list", "count", "minutes")
+# a quantity one element shows, in the unit such questions ask for (an h:mm:ss duration in whole minutes, a
+# distance in whole meters)
+ANSWER_OPS = ("text", "list", "count", "measure")
 DURATION_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
+DISTANCE_RE = re.compile(r"(\d+(?:\.\d+)?) ?(mi|km|m)")
+METERS = {"mi": 1609.344, "km": 1000.0, "m": 1.0}
+
+
+def measure(label: str | None) -> str | None:
+    """The quantity a label shows, as an answer: minutes of an h:mm:ss duration, meters of a distance."""
+    text = (label or "").strip()
+    if dur := DURATION_RE.fullmatch(text):
+        return str((int(dur[1]) * 3600 + int(dur[2]) * 60 + int(dur[3]) + 30) // 60)
+    if dist := DISTANCE_RE.fullmatch(text):
+        return str(round(float(dist[1]) * METERS[dist[2]]))
+    return None
 # How typed text is made from the copied text c and the target field's current text x (its label): c; c
 # zero-padded to two digits when one digit ("3" -> "03"); c above x; c below x; c above x after a blank line
 TEXT_FORMATS = ("copy", "pad2", "above", "below", "above_blank")
@@ -148,7 +161,7 @@ class ElementFeat:
     label_compact: str
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
     tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
-    minutes: int | None = None  # the label as an h:mm:ss duration, in whole minutes
+    quantity: str | None = None  # the quantity the label shows, as an answer (see `measure`)
 
 
 @dataclasses.dataclass
@@ -235,11 +248,9 @@ class Featurizer:
         # dense[14:18], filled per sample: share of the element's words in the goal; label occurs in the goal;
         # the same compared letters-and-digits only; a 3+ letter goal word occurs in the label
         label = el.text or el.content_description or None
-        dur = DURATION_RE.fullmatch(label.strip()) if label else None
-        minutes = (int(dur[1]) * 3600 + int(dur[2]) * 60 + int(dur[3]) + 30) // 60 if dur else None
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
                            compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
-                           minutes)
+                           measure(label))
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
@@ -300,7 +311,7 @@ class Batch:
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
     lab_mask: torch.Tensor  # [B, E, S] where a label token is
-    is_duration: torch.Tensor  # [B, E] the element's label is an h:mm:ss duration
+    has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
 
 
@@ -317,7 +328,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     el_lens = np.zeros((bsz, e_max), np.int64)
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
     has_label = np.zeros((bsz, e_max), bool)
-    is_duration = np.zeros((bsz, e_max), bool)
+    has_quantity = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_b, lab_e = [], [], []  # label tokens of every element that has them, flat
     for b, f in enumerate(feats):
@@ -327,7 +338,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
             has_label[b, :k] = f.has_label
             el_lens[b, :k] = f.el_lens
             for i, e in enumerate(f.elements):
-                is_duration[b, i] = e.minutes is not None
+                has_quantity[b, i] = e.quantity is not None
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_b.append(b)
@@ -364,7 +375,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         has_label=t(has_label),
         lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
         lab_at=t(lab_at),
-        is_duration=t(is_duration),
+        has_quantity=t(has_quantity),
         lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
@@ -448,7 +459,7 @@ class PointerNet(nn.Module):
         self.op_head = nn.Linear(d, len(ANSWER_OPS))
         self.sel_q, self.sel_k = nn.Linear(d, d), nn.Linear(d, d)
         self.cnt_q, self.cnt_k = nn.Linear(d, d), nn.Linear(d, d)  # counted elements (a Bernoulli each)
-        self.dur_q, self.dur_k = nn.Linear(d, d), nn.Linear(d, d)  # the duration an answer reads
+        self.qty_q, self.qty_k = nn.Linear(d, d), nn.Linear(d, d)  # the quantity an answer reads
         self.fmt_head = nn.Linear(d, len(TEXT_FORMATS))  # how typed text is made from the copy
         # where inside the chosen element a tap lands: its centre (an index action) or a grid point
         self.tap_from_element = nn.Linear(d, d)
@@ -545,7 +556,7 @@ class Heads:
     text: TextHead | None = None
     select: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's label is in the list"
     count: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element is counted"
-    duration: torch.Tensor | None = None  # [B, E] log-probs of the element whose duration is the answer
+    quantity: torch.Tensor | None = None  # [B, E] log-probs of the element whose quantity is the answer
     fmt: torch.Tensor | None = None  # [B, len(TEXT_FORMATS)] how typed text is made from the copied text
 
 
@@ -563,7 +574,7 @@ class Targets:
     texts: list[list[tuple[int, int, int]] | None]  # (source, start, end) giving the text; None: no text part
     select: list[list[int] | None]  # answer as a list: element indices in screen order; None: not a list
     count: list[int | None]  # answer as a count of elements
-    minutes: list[list[int] | None]  # answer as minutes: the elements whose duration gives it
+    measure: list[list[int] | None]  # answer as a quantity: the elements whose quantity it is
     formatted: list[list[list[tuple[int, int, int]]] | None]  # typed text: per TEXT_FORMATS entry after
     # the first, the copies that give it in that format
 
@@ -662,7 +673,7 @@ class SmallPolicy(Policy):
             needs |= types == i
         el_mask = torch.cat([~needs[:, None], b.el_mask], 1)
         op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1),
-                               b.el_mask.any(1), b.is_duration.any(1)], 1)  # text, list, count, minutes
+                               b.el_mask.any(1), b.has_quantity.any(1)], 1)  # text, list, count, measure
         app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
         app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
         return Heads(
@@ -727,10 +738,10 @@ class SmallPolicy(Policy):
         hd.select = sel.masked_fill(~b.has_label, NEG)  # elements without a label are never listed
         cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
         hd.count = cnt.masked_fill(~b.el_mask, NEG)
-        dur_mask = b.is_duration.clone()
-        dur_mask[:, 0] |= ~dur_mask.any(1)
-        dur = torch.einsum("bd,bed->be", m.dur_q(ctx), m.dur_k(h_el)) * scale / tau
-        hd.duration = _masked_log_softmax(dur, dur_mask)
+        qty_mask = b.has_quantity.clone()
+        qty_mask[:, 0] |= ~qty_mask.any(1)
+        qty = torch.einsum("bd,bed->be", m.qty_q(ctx), m.qty_k(h_el)) * scale / tau
+        hd.quantity = _masked_log_softmax(qty, qty_mask)
         hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
@@ -787,7 +798,7 @@ class SmallPolicy(Policy):
             ans = either(path([bool(c) for c in tg.texts], hd.op[:, 0] + text),
                          path([c is not None for c in tg.select], hd.op[:, 1] + self._select_lp(hd, tg)),
                          path([c is not None for c in tg.count], hd.op[:, 2] + self._count_lp(hd, tg)),
-                         path([bool(c) for c in tg.minutes], hd.op[:, 3] + self._minutes_lp(hd, tg)))
+                         path([bool(c) for c in tg.measure], hd.op[:, 3] + self._measure_lp(hd, tg)))
             total = total + torch.where(is_answer, ans, zero)
         return torch.where(lb(tg.parsed), total, floor)
 
@@ -809,11 +820,11 @@ class SmallPolicy(Policy):
         return dp[torch.arange(bsz, device=z.device), k]
 
     @staticmethod
-    def _minutes_lp(hd: Heads, tg: Targets) -> torch.Tensor:
-        """log-sum of the duration pointer over the elements whose duration is the answer."""
-        lp = hd.duration
+    def _measure_lp(hd: Heads, tg: Targets) -> torch.Tensor:
+        """log-sum of the quantity pointer over the elements whose quantity is the answer."""
+        lp = hd.quantity
         mask = torch.zeros_like(lp, dtype=torch.bool)
-        for b, els in enumerate(tg.minutes):
+        for b, els in enumerate(tg.measure):
             if els:
                 mask[b, els] = True
         return torch.logsumexp(lp.masked_fill(~mask, NEG), 1)
@@ -902,12 +913,12 @@ class SmallPolicy(Policy):
             tg.select[b] = _list_selection(f, text)
             n = int(text) if text.isdigit() and str(int(text)) == text else None
             tg.count[b] = n if n is not None and n <= len(f.elements) else None
-            tg.minutes[b] = [i for i, e in enumerate(f.elements) if str(e.minutes) == text]
+            tg.measure[b] = [i for i, e in enumerate(f.elements) if e.quantity == text]
 
     @staticmethod
     def _answer_forms(tg: Targets, b: int) -> list[bool]:
         """Which answer forms (ANSWER_OPS order) spell sample b's answer."""
-        return [bool(tg.texts[b]), tg.select[b] is not None, tg.count[b] is not None, bool(tg.minutes[b])]
+        return [bool(tg.texts[b]), tg.select[b] is not None, tg.count[b] is not None, bool(tg.measure[b])]
 
     def round_trip(self, batch: Sequence[PolicyInput],
                    actions: Sequence[Action]) -> list[tuple[Action | None, str]]:
@@ -932,7 +943,7 @@ class SmallPolicy(Policy):
             elif t == A.INPUT_TEXT and not tg.texts[b] and not any(tg.formatted[b] or ()):
                 why = "typed text is in neither the goal nor an element's label"
             elif t == A.ANSWER and not any(self._answer_forms(tg, b)):
-                why = "answer is no copied text, list of labels, count or duration on the screen"
+                why = "answer is no copied text, list of labels, count or quantity on the screen"
             if why:
                 out.append((None, why))
                 continue
@@ -946,7 +957,7 @@ class SmallPolicy(Policy):
             app = tg.app[b] if tg.app[b] is not None else 0
             decoded = self._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
                                          app if app <= n_apps else 0, tg.tap[b] or 0, copy, op,
-                                         tg.select[b] or [], fmt, tg.count[b] or 0, (tg.minutes[b] or [0])[0])
+                                         tg.select[b] or [], fmt, tg.count[b] or 0, (tg.measure[b] or [0])[0])
             out.append((decoded, ""))
         return out
 
@@ -999,15 +1010,15 @@ class SmallPolicy(Policy):
             p_cnt = torch.sigmoid(hd.count)
             cnt = p_cnt > 0.5 if greedy else torch.bernoulli(p_cnt, generator=self.generator).bool()
             counted = (cnt & (hd.count > NEG / 2)).sum(1).tolist()
-            dur, fmt = self._pick(hd.duration, greedy).tolist(), self._pick(hd.fmt, greedy).tolist()
+            qty, fmt = self._pick(hd.quantity, greedy).tolist(), self._pick(hd.fmt, greedy).tolist()
         else:
-            counted, dur, fmt = [0] * bsz, [0] * bsz, [0] * bsz
+            counted, qty, fmt = [0] * bsz, [0] * bsz, [0] * bsz
         outs, tg = [], Targets.empty(bsz)
         el = el_t.tolist()
         for i, (f, t) in enumerate(zip(feats, types.tolist(), strict=True)):
             a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
                                    picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i], fmt[i],
-                                   counted[i], dur[i])
+                                   counted[i], qty[i])
             self._fill_target(tg, i, f, a)
             outs.append(a)
         slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
@@ -1028,10 +1039,10 @@ class SmallPolicy(Policy):
 
     def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
                       copy: tuple[int, int, int], op: int, sel: list[int], fmt: int = 0, counted: int = 0,
-                      dur: int = 0) -> Action:
+                      qty: int = 0) -> Action:
         """The action the heads' choices spell: `copy` is (source, start, end) of copied text (typed in
         TEXT_FORMATS[fmt] with the field's text), `sel` the listed elements of an answer given as a list,
-        `counted` the number of counted elements, `dur` the element whose duration an answer reads."""
+        `counted` the number of counted elements, `qty` the element whose quantity an answer reads."""
         if t in NEEDS_ELEMENT:
             idx = el - 1
             if t == A.INPUT_TEXT:
@@ -1055,8 +1066,8 @@ class SmallPolicy(Policy):
                 return Action(t, text=", ".join(f.elements[i].label or "" for i in sel))
             if kind == "count":
                 return Action(t, text=str(counted))
-            if kind == "minutes" and dur < len(f.elements) and f.elements[dur].minutes is not None:
-                return Action(t, text=str(f.elements[dur].minutes))
+            if kind == "measure" and qty < len(f.elements) and f.elements[qty].quantity is not None:
+                return Action(t, text=f.elements[qty].quantity)
             return Action(t, text=_copied(f, copy))
         return Action(t)
 

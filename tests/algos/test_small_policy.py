@@ -316,17 +316,17 @@ def test_save_load_round_trip(tmp_path, screens):
 
 
 def test_counts_durations_and_padded_numbers_round_trip():
-    """Computed answers: how many elements are counted, the minutes of an h:mm:ss duration; typed numbers
-    zero-padded ("3h" types "03")."""
-    els = [UIElement(text="Oct 7, 2023 12:00"), UIElement(text="2:00:00"), UIElement(text="skate boarding"),
+    """Computed answers: how many elements are counted, the minutes of an h:mm:ss duration, the meters of a
+    distance; typed numbers zero-padded ("3h" types "03")."""
+    els = [UIElement(text="Oct 7, 2023 12:00"), UIElement(text="2:00:00"), UIElement(text="3.73 mi"),
            UIElement(text="Hour", is_editable=True, bbox_pixels=BoundingBox(0, 1080, 300, 420))]
     x = PolicyInput(goal="How long was it? An event at 3h.", elements=els)
     pol = SmallPolicy(seed=0)
-    acts = [Action("answer", text="120"), Action("answer", text="3"),
+    acts = [Action("answer", text="120"), Action("answer", text="6003"), Action("answer", text="3"),
             Action("input_text", index=3, text="03", clear_text=True)]
-    out = pol.round_trip([x] * 3, acts)
+    out = pol.round_trip([x] * 4, acts)
     assert [d for d, _ in out] == acts
-    assert (pol.log_probs([x] * 3, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
+    assert (pol.log_probs([x] * 4, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
 
 
 def test_count_log_prob_is_the_poisson_binomial_over_every_selection():

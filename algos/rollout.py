@@ -121,6 +121,8 @@ class _Rollouts:
     def result(self) -> list[Group]:
         for k, grp in enumerate(self.groups):
             grp.trajectories = [t for t in self.slots[k] if t is not None]
+            if not grp.params and grp.trajectories:  # the instance left its params to the envs: theirs
+                grp.params = dict(grp.trajectories[0].params)
         return self.groups
 
     def env_seed(self, i: int) -> int:

@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from algos.buffer import Trajectory
+from algos.buffer import Trajectory, TrajectoryBuffer
 from algos.evaluation import pass_at_1
 from algos.policies.simple import ExpertPolicy, RandomPolicy
 from algos.rollout import RolloutConfig, collect
-from voyager_gym.suites import TrainGenerator
+from voyager_gym.suites import FROM_ENV, TrainGenerator
 from voyager_gym.vector import make_vec
 
 TASKS = ["SystemWifiTurnOn", "OpenAppTaskEval", "TurnOffWifiAndTurnOnBluetooth"]
@@ -230,3 +230,18 @@ def test_frames_of_mixed_groups_only(mode):
         frames = [s.frame for t in g.trajectories for s in t.steps]
         assert all(f is not None and f.shape == (120, 54, 3) for f in frames) if m else \
             all(f is None for f in frames)
+
+
+def test_groups_of_instances_that_leave_params_to_the_env_carry_the_envs_params():
+    """AndroidWorld-style instances (params drawn by each env's backend) give groups whose params are the
+    ones their rollouts ran with, so successful groups go into a buffer (RFT's pool) without a mismatch."""
+    envs = make_vec(2, "sync", observation_mode="elements")
+    try:
+        inst = TrainGenerator(["OpenAppTaskEval"], seed=0, backend=FROM_ENV).take(2)
+        assert all(not i.params for i in inst)
+        groups = collect(ExpertPolicy(), envs, inst, RolloutConfig(group_size=2, greedy=True))
+    finally:
+        envs.close()
+    for g in groups:
+        assert g.params and all(t.params == g.params for t in g.trajectories)
+    assert len(TrajectoryBuffer(groups).groups) == 2

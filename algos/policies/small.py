@@ -452,6 +452,7 @@ class PointerNet(nn.Module):
         self.start_q, self.start_k = nn.Linear(d, d), nn.Linear(d, d)
         self.end_q, self.end_k, self.end_from_start = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
         self.tok_pos = nn.Embedding(MAX_LABEL_TOKENS, d)
+        self.tok_edge = nn.Embedding(4, d)  # a label token is inner, its first, its last, or the only one
         self.label_from_element = nn.Linear(d, d)
         self.lstart_q, self.lstart_k = nn.Linear(d, d), nn.Linear(d, d)
         self.lend_q, self.lend_k = nn.Linear(d, d), nn.Linear(d, d)
@@ -465,7 +466,7 @@ class PointerNet(nn.Module):
         self.tap_from_element = nn.Linear(d, d)
         self.tap_head = nn.Linear(d, 1 + TAP_GRID[0] * TAP_GRID[1])
         for emb in (self.goal_pos, self.el_pos, self.hist_pos, self.segment, self.hist_type, self.el_type,
-                    self.app_emb, self.text_use, self.tok_pos):
+                    self.app_emb, self.text_use, self.tok_pos, self.tok_edge):
             nn.init.normal_(emb.weight, std=0.1)  # small next to word vectors, so words dominate at first
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None) -> torch.Tensor:
@@ -717,7 +718,8 @@ class SmallPolicy(Policy):
         # [B, E, S, d] tensor): q . W(v) = (W^T q) . v + q . bias
         e_len, s_len = b.lab_mask.shape[1], b.lab_mask.shape[2]
         row, el, pos = b.lab_at.unbind(1) if len(b.lab_ids) else (b.lab_ids,) * 3
-        tok = (F.embedding(b.lab_ids, m.words.weight) + m.tok_pos.weight[pos]
+        edge = (pos == 0).long() + 2 * (pos == b.lab_mask.sum(-1)[row, el] - 1).long()
+        tok = (F.embedding(b.lab_ids, m.words.weight) + m.tok_pos.weight[pos] + m.tok_edge.weight[edge]
                + m.label_from_element(h_el)[row, el])
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:

@@ -77,6 +77,8 @@ def make_envs(cfg: Any, pixels: bool = False) -> Any:
         from voyager_gym.backends.androidworld import make_androidworld_vec
 
         return make_androidworld_vec(list(e.console_ports), list(e.grpc_ports) or None, e.vector, **kwargs)
+    if e.vector == "pipelined":
+        kwargs.update(lanes=e.lanes, workers=e.lane_workers)
     return make_vec(e.num_envs, e.vector, **kwargs)
 
 

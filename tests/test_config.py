@@ -162,3 +162,18 @@ def test_report_refuses_a_folder_that_is_not_a_comparison(tmp_path):
     with pytest.raises(SystemExit, match="expected a comparison folder"):
         report([str(run)])
     assert (run / "metrics.jsonl").read_text() == '{"iteration": 0}\n'  # untouched
+
+
+def test_pipelined_vector_env_from_the_config():
+    """`env.vector=pipelined` with `env.lanes` / `env.lane_workers` builds the pipelined vector env."""
+    from experiments.common import make_envs
+    from voyager_gym.vector import PipelinedVectorEnv
+
+    cfg = C.parse(["env.vector=pipelined", "env.num_envs=4", "env.lanes=2", "env.lane_workers=0",
+                   "tasks=[SystemWifiTurnOn]"])
+    envs = make_envs(cfg)
+    try:
+        assert isinstance(envs, PipelinedVectorEnv) and envs.num_envs == 4
+    finally:
+        envs.close()
+    assert "env.lane_workers=-1: expected a value >= 0" in _exit_message(["env.lane_workers=-1"])

@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -143,7 +144,8 @@ def test_bash_block_runs(line, block, tmp_path):
         from voyager_gym.backends.aw_standin import SITE_DIR
 
         env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), env.get("PYTHONPATH", "")])
-    if ray_needed:
+    if ray_needed:  # a cluster of its own: a short private temp root (socket paths), unseen by other tests
+        env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="r", dir="/tmp")
         todo = [_ray_local(argv) for argv in todo]
         _run([str(BIN / "ray"), "start", "--head", "--num-cpus=2", "--include-dashboard=false",
               '--resources={"emulator": 2}', "--disable-usage-stats"], tmp_path, env, timeout=120)
@@ -152,7 +154,18 @@ def test_bash_block_runs(line, block, tmp_path):
             _run(argv, tmp_path, env)
     finally:
         if ray_needed:
-            subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True, timeout=120)
+            _stop_cluster(env["RAY_TMPDIR"])
+
+
+def _stop_cluster(root: str) -> None:
+    """Stop the processes of the cluster under temp root `root` only (`ray stop` would stop every cluster
+    on the machine, other tests' included)."""
+    import time
+
+    for sig in ("-TERM", "-KILL"):
+        subprocess.run(["pkill", sig, "-f", root], capture_output=True)
+        time.sleep(2)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _ray_local(argv: list[str]) -> list[str]:

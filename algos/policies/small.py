@@ -543,8 +543,8 @@ class TextHead:
 
 @dataclasses.dataclass
 class Heads:
-    """Log-probabilities of every field given the (chosen or target) action types, already tempered. `tap`,
-    `text` and `select` depend on the chosen element and are added by `SmallPolicy._conditioned`."""
+    """Log-probabilities of every field given the (chosen or target) action types, already tempered. The
+    fields after `value` depend on the chosen element and are added by `SmallPolicy._conditioned`."""
 
     type: torch.Tensor  # [B, 13]
     element: torch.Tensor  # [B, 1 + E]: slot 0 = no element

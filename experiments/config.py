@@ -101,6 +101,9 @@ class EnvConfig:
     def __post_init__(self) -> None:
         _choice("env.backend", self.backend, ("simdroid", "androidworld"))
         _choice("env.vector", self.vector, ("sync", "async", "pipelined"))
+        if self.vector == "pipelined" and self.backend != "simdroid":
+            raise ValueError(f"env.vector=pipelined: expected env.backend=simdroid, got {self.backend!r} "
+                             "(real emulators step in their own processes: use sync, async or env.workers)")
         _at_least("env.lanes", self.lanes, 1)
         _at_least("env.lane_workers", self.lane_workers, 0)
         _choice("env.noise", self.noise, ("default", "none", "heavy"))

@@ -177,3 +177,5 @@ def test_pipelined_vector_env_from_the_config():
     finally:
         envs.close()
     assert "env.lane_workers=-1: expected a value >= 0" in _exit_message(["env.lane_workers=-1"])
+    real = _exit_message(["env.vector=pipelined", "env.backend=androidworld"])
+    assert "expected env.backend=simdroid" in real

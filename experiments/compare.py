@@ -13,8 +13,10 @@
    `replaced/` and run again. Every argument (keys, values, tasks, algorithms) is checked before the folder
    is touched, and the folder is locked while a comparison runs in it.
 3. The run folder gets metrics.jsonl (every pair's rows), curves.png (Pass@1 against env steps, mean and 95%
-   t-interval across seeds), table.md, report.html (self-contained) and one wandb run per pair, grouped by the
-   comparison (offline unless wandb=online).
+   bootstrap interval across seeds), profiles.png (performance profiles of the final per-task success),
+   table.md (experiments/stats.py's statistics: mean and IQM with stratified bootstrap intervals, the
+   probability of improvement, the minimum detectable difference), report.html (self-contained) and one wandb
+   run per pair, grouped by the comparison (offline unless wandb=online).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Outputs of a comparison folder: merged metrics.jsonl, curves.png, table.md and a self-contained report.
+"""Outputs of a comparison folder: merged metrics.jsonl, curves.png, profiles.png, table.md and a
+self-contained report. The statistics are experiments/stats.py's (Agarwal et al. 2021, as in rliable).
 
 Also usable on its own to redraw a comparison folder:
 
@@ -10,13 +11,15 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from experiments import stats
 
 GAIN = 0.05  # "steps to reach the RFT level + 5 points"
 HARD = 10  # hardest tasks shown
@@ -28,17 +31,6 @@ def load_rows(out: Path) -> list[dict[str, Any]]:
     from algos.run import read_metrics
 
     return [r for f in sorted((out / "runs").glob("*/metrics.jsonl")) for r in read_metrics(f)]
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% t-interval (0 for a single value)."""
-    v = np.asarray(values, float)
-    if len(v) < 2:
-        return float(v.mean()) if len(v) else math.nan, 0.0
-    from scipy import stats
-
-    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
-    return float(v.mean()), float(half)
 
 
 def curves(rows: list[dict[str, Any]], algos: list[str]) -> dict[str, dict[int, list[tuple[int, float]]]]:
@@ -53,35 +45,40 @@ def curves(rows: list[dict[str, Any]], algos: list[str]) -> dict[str, dict[int, 
     return out
 
 
-def aligned(per_seed: dict[int, list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Evaluations aligned by their index (every run evaluates at the same iterations): mean env steps, mean
-    Pass@1 and the 95% half-width across seeds, up to the shortest seed's number of evaluations."""
+def aligned(
+    per_seed: dict[int, list[tuple[int, float]]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluations aligned by their index (every run evaluates at the same iterations), up to the shortest
+    seed's number of evaluations: mean env steps, mean Pass@1 across seeds and its 95% bootstrap percentile
+    interval (low, high; seeds resampled with replacement at each evaluation, no interval where a Pass@1 is
+    missing)."""
     n = min(len(pts) for pts in per_seed.values())
     xs = np.array([[pts[k][0] for k in range(n)] for pts in per_seed.values()], float)
     ys = np.array([[pts[k][1] for k in range(n)] for pts in per_seed.values()], float)
-    stats = [interval(list(col)) for col in ys.T]
-    return xs.mean(0), np.array([m for m, _ in stats]), np.array([h for _, h in stats])
+    mean = ys.mean(0)
+    low, high = mean.copy(), mean.copy()
+    ok = np.isfinite(ys).all(0)
+    if ok.any():  # evaluations as the columns of one [seeds, evaluations] matrix, each resampled on its own
+        _, low[ok], high[ok] = stats.Bootstrap(reps=stats.PROFILE_REPS).interval(
+            lambda s: s.mean(axis=-2), ys[:, ok]
+        )
+    return xs.mean(0), mean, low, high
 
 
-def plot_curves(cv: dict[str, dict[int, list[tuple[int, float]]]], start: float | None, path: Path) -> None:
+def _axes() -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for algo, per_seed in cv.items():
-        if not per_seed:
-            continue
-        x, mean, half = aligned(per_seed)
-        ax.plot(x, mean, label=f"{algo} ({len(per_seed)} seeds)", marker="o", ms=3)
-        ax.fill_between(x, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), alpha=0.15)
-    if start is not None:
-        ax.axhline(start, color="grey", ls="--", lw=1, label="RFT checkpoint")
+    return plt.subplots(figsize=(7, 4.2), dpi=120)
+
+
+def _save(fig: Any, ax: Any, title: str, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
     ax.set_ylim(0, 1)
-    ax.set_xlabel("environment steps (mean over seeds at each evaluation)")
-    ax.set_ylabel("Pass@1 (held-out)")
-    ax.set_title("Pass@1 against environment steps: mean and 95% t-interval across seeds", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -89,10 +86,42 @@ def plot_curves(cv: dict[str, dict[int, list[tuple[int, float]]]], start: float 
     plt.close(fig)
 
 
-def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None,
-            cv: dict[str, dict[int, list[tuple[int, float]]]] | None = None) -> dict[str, Any]:
-    """Final Pass@1 with intervals, steps to RFT + 5 points, and per-task final success, per algorithm
-    (`cv`: the curves when the caller has them already)."""
+def plot_curves(cv: dict[str, dict[int, list[tuple[int, float]]]], start: float | None, path: Path) -> None:
+    fig, ax = _axes()
+    for algo, per_seed in cv.items():
+        if not per_seed:
+            continue
+        x, mean, low, high = aligned(per_seed)
+        (line,) = ax.plot(x, mean, label=f"{algo} ({len(per_seed)} seeds)", marker="o", ms=3)
+        ax.fill_between(x, low, high, alpha=0.15, color=line.get_color())
+    if start is not None:
+        ax.axhline(start, color="grey", ls="--", lw=1, label="RFT checkpoint")
+    ax.set_xlabel("environment steps (mean over seeds at each evaluation)")
+    ax.set_ylabel("Pass@1 (held-out)")
+    _save(fig, ax, "Pass@1 against environment steps: mean and 95% bootstrap interval across seeds", path)
+
+
+def plot_profiles(profiles: dict[str, stats.Profile], path: Path) -> None:
+    """Performance profiles (the fraction of seed x task final scores above each success rate) with their
+    95% stratified bootstrap bands."""
+    fig, ax = _axes()
+    for algo, p in profiles.items():
+        (line,) = ax.plot(p.taus, p.point, drawstyle="steps-post", label=algo)
+        ax.fill_between(p.taus, p.low, p.high, step="post", alpha=0.15, color=line.get_color())
+    ax.set_xlabel("success rate tau")
+    ax.set_ylabel("fraction of seed x task scores above tau")
+    _save(fig, ax, "Performance profiles of the final per-task success: 95% stratified bootstrap bands", path)
+
+
+def summary(
+    rows: list[dict[str, Any]],
+    algos: list[str],
+    start: float | None,
+    cv: dict[str, dict[int, list[tuple[int, float]]]] | None = None,
+) -> dict[str, Any]:
+    """Per algorithm: final Pass@1 per seed, steps to RFT + 5 points, the per-task results of each seed's
+    last evaluation (`per_seed_tasks`, seed order) and their mean over seeds (`per_task`); `cv`: the curves
+    when the caller has them already."""
     cv = cv if cv is not None else curves(rows, algos)
     out: dict[str, Any] = {}
     for algo in algos:
@@ -104,17 +133,124 @@ def summary(rows: list[dict[str, Any]], algos: list[str], start: float | None,
             last = [r for r in rows if r.get("algo") == algo and r.get("seed") == seed and "per_task" in r]
             if last:
                 per_task.append(last[-1]["per_task"])
-        mean, half = interval(finals)
         out[algo] = {
             "final": finals,
-            "mean": mean,
-            "half": half,
             "reach": reach,
             "steps": [pts[-1][0] for pts in cv[algo].values()],
-            "per_task": {t: float(np.mean([p[t] for p in per_task if t in p]))
-                         for t in sorted({t for p in per_task for t in p})},
+            "per_task": {
+                t: float(np.mean([p[t] for p in per_task if t in p]))
+                for t in sorted({t for p in per_task for t in p})
+            },
+            "per_seed_tasks": per_task,
         }
     return out
+
+
+@dataclass
+class Statistics:
+    """experiments/stats.py's estimators on the compared algorithms' final per-task success: the score
+    matrices ([seeds, tasks] per algorithm, columns `tasks`), the aggregates with 95% stratified bootstrap
+    intervals, P(X > Y) for every ordered pair, the performance profiles, the minimum detectable difference at
+    this comparison's seeds and at more (`detectable`, fewest seeds first) and what was left out (`notes`)."""
+
+    tasks: list[str] = field(default_factory=list)
+    matrices: dict[str, np.ndarray] = field(default_factory=dict)
+    aggregates: dict[str, dict[str, stats.Estimate]] = field(default_factory=dict)
+    improvement: dict[tuple[str, str], stats.Estimate] = field(default_factory=dict)
+    profiles: dict[str, stats.Profile] = field(default_factory=dict)
+    detectable: list[stats.Detectable] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+MORE_SEEDS = (5, 10, 20)  # the minimum detectable difference is also given at these seed counts
+
+
+def statistics(summ: dict[str, Any], episodes_per_task: int | None) -> Statistics:
+    """The statistics of `summary`'s per-task results of each seed's last evaluation. The algorithms
+    compared are those evaluated on the largest task set (sb3-ppo, on its simple tasks only, is left out of a
+    comparison with the others); a task some run has no result for is left out for all. `episodes_per_task`:
+    the evaluation's episodes per task (eval_n_per_task), for the minimum detectable difference."""
+    st = Statistics()
+    finals = {a: s["per_seed_tasks"] for a, s in summ.items() if s["per_seed_tasks"]}
+    st.notes += [f"{a}: no per-task results, left out" for a in summ if a not in finals]
+    if not finals:
+        return st
+    covered = {a: set().union(*runs) for a, runs in finals.items()}
+    widest = max(covered.values(), key=len)
+    st.notes += [
+        f"{a}: evaluated on {len(covered[a])} tasks, not the others' {len(widest)}: left out of these "
+        "statistics"
+        for a in finals
+        if covered[a] != widest
+    ]
+    st.matrices, st.tasks = stats.score_matrices({a: r for a, r in finals.items() if covered[a] == widest})
+    if missing := sorted(widest - set(st.tasks)):
+        st.notes.append(f"{len(missing)} tasks without a result in every run left out: {', '.join(missing)}")
+    st.aggregates = stats.aggregates(st.matrices)
+    st.improvement = stats.improvements(st.matrices)
+    st.profiles = stats.profiles(st.matrices)
+    if not episodes_per_task:
+        st.notes.append("no minimum detectable difference: the evaluation's episodes per task are unknown")
+        return st
+    try:
+        now = stats.minimum_detectable_difference(st.matrices, episodes_per_task)
+    except ValueError as e:
+        st.notes.append(f"no minimum detectable difference: {e}")
+        return st
+    st.detectable = [now] + [
+        stats.minimum_detectable_difference(st.matrices, episodes_per_task, seeds=n)
+        for n in MORE_SEEDS
+        if n > now.seeds
+    ]
+    return st
+
+
+def statistics_md(st: Statistics) -> list[str]:
+    """table.md's lines on the statistics below the main table: how the intervals were made, the probability
+    of improvement matrix, the minimum detectable difference, what was left out."""
+    if not st.matrices:
+        return ["", *st.notes] if st.notes else []
+    runs = ", ".join(sorted({str(m.shape[0]) for m in st.matrices.values()}))
+    lines = [
+        "",
+        f"Final Pass@1 statistics over {runs} seeds x {len(st.tasks)} tasks (each seed's last evaluation, "
+        "per task; Agarwal et al. 2021, as in rliable). Intervals: 95% stratified bootstrap percentile "
+        f"intervals, seeds resampled with replacement within each task ({stats.REPS:,} resamples, numpy "
+        f"seed {stats.SEED}). IQM: the mean of the middle half of all seed x task scores.",
+        "",
+        "| algorithm | median [95% CI] | optimality gap [95% CI] |",
+        "| --- | --- | --- |",
+        *(f"| {a} | {agg['median']} | {agg['optimality gap']} |" for a, agg in st.aggregates.items()),
+    ]
+    names = list(st.matrices)
+    if len(names) > 1:
+        lines += [
+            "",
+            "Probability of improvement P(row > column): per task, the chance that a seed of the row "
+            "algorithm scores higher than a seed of the column algorithm (ties count half: the Mann-Whitney "
+            "U over m x n), averaged over tasks; 0.5 is no difference. 95% stratified bootstrap intervals.",
+            "",
+            "| P(row > column) | " + " | ".join(names) + " |",
+            "| --- | " + " | ".join("---" for _ in names) + " |",
+            *(
+                f"| {x} | " + " | ".join("-" if x == y else str(st.improvement[x, y]) for y in names) + " |"
+                for x in names
+            ),
+        ]
+    if st.detectable:
+        now, more = st.detectable[0], st.detectable[1:]
+        lines += [
+            "",
+            f"Minimum detectable difference: with {now.seeds} seeds per algorithm and "
+            f"{now.episodes_per_task} evaluation episodes per task, a true difference in mean Pass@1 of "
+            f"**{now.difference:.3f}** is "
+            f"detected with power {now.power:.1f} by a two-sided test at alpha {now.alpha:.2f} (normal "
+            f"approximation; per seed: between-seed sd {np.sqrt(now.seed_var):.3f}, evaluation sd "
+            f"{np.sqrt(now.eval_var):.3f})"
+            + ("; with " + ", ".join(f"{d.seeds} seeds: {d.difference:.3f}" for d in more) if more else "")
+            + ".",
+        ]
+    return lines + (["", *st.notes] if st.notes else [])
 
 
 def hardest(
@@ -137,27 +273,40 @@ def hardest(
     return sorted(solved, key=key)[:n], len(tasks) - len(solved)
 
 
-def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None) -> str:
+def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statistics | None = None) -> str:
+    """table.md: the RFT start, per algorithm the final Pass@1 (mean and IQM with 95% stratified bootstrap
+    intervals, per seed), env steps and steps to RFT + 5 points, then `statistics_md`'s lines (`st`: the
+    statistics, computed here without an MDD when not given) and the ten hardest tasks' table."""
+    st = st if st is not None else statistics(summ, None)
     start = start_row["pass_at_1"] if start_row else None
     lines = []
     if start is not None:
         lines.append(f"RFT checkpoint (start of every run): Pass@1 **{start:.3f}**\n")
     lines += [
-        "| algorithm | final Pass@1 (mean ± 95% CI) | per seed | env steps | "
+        "| algorithm | final Pass@1: mean [95% CI] | IQM [95% CI] | per seed | env steps | "
         f"steps to RFT + {GAIN * 100:.0f} points |",
-        "| --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for algo, s in summ.items():
         seeds = ", ".join(f"{v:.3f}" for v in s["final"])
         reach = ", ".join("not reached" if r is None else f"{r:,}" for r in s["reach"])
         steps = ", ".join(f"{v:,}" for v in s["steps"])
         label = f"{algo} (simple tasks only, from scratch)" if algo == "sb3-ppo" else algo
-        lines.append(f"| {label} | {s['mean']:.3f} ± {s['half']:.3f} | {seeds} | {steps} | {reach} |")
+        if algo in st.aggregates:
+            mean, iqm = st.aggregates[algo]["mean"], st.aggregates[algo]["IQM"]
+        else:  # left out of the statistics (see the notes): the plain mean of its seeds, no interval
+            mean, iqm = (f"{np.mean(s['final']):.3f} (own tasks)" if s["final"] else "-"), "-"
+        lines.append(f"| {label} | {mean} | {iqm} | {seeds} | {steps} | {reach} |")
+    lines += statistics_md(st)
     hard, never = hardest(start_row.get("per_task") if start_row else None, summ)
     if hard:
-        lines += ["", "Ten hardest tasks (lowest success at the RFT checkpoint, among tasks some run "
-                      f"solved; {never} tasks no run solved are left out): final success per algorithm, "
-                      "mean over seeds", ""]
+        lines += [
+            "",
+            "Ten hardest tasks (lowest success at the RFT checkpoint, among tasks some run "
+            f"solved; {never} tasks no run solved are left out): final success per algorithm, "
+            "mean over seeds",
+            "",
+        ]
         lines.append("| task | RFT checkpoint | " + " | ".join(summ) + " |")
         lines.append("| --- | --- | " + " | ".join("---" for _ in summ) + " |")
         for t in hard:
@@ -238,6 +387,8 @@ def report_html(out: Path, md: str, pictures: list[Path]) -> str:
         _img(out / "curves.png") if (out / "curves.png").exists() else "<p>(no curves)</p>",
         "<h2>Results</h2>",
         _md_to_html(md),
+        "<h2>Performance profiles</h2>",
+        _img(out / "profiles.png") if (out / "profiles.png").exists() else "<p>(no profiles)</p>",
     ]
     if pictures:
         parts.append("<h2>Fork points (GRSD)</h2>")
@@ -259,7 +410,12 @@ def write_outputs(
     cv = curves(rows, algos)
     plot_curves(cv, start, out / "curves.png")
     summ = summary(rows, algos, start, cv)
-    md = table_md(summ, start_row)
+    cfg = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else {}
+    st = statistics(summ, cfg.get("eval_n_per_task"))
+    (out / "profiles.png").unlink(missing_ok=True)  # none from an earlier report when there is none now
+    if st.profiles:
+        plot_profiles(st.profiles, out / "profiles.png")
+    md = table_md(summ, start_row, st)
     (out / "table.md").write_text(md)
     (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))
     return summ
@@ -272,8 +428,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = Path(rc.run_dir)
     compare_folder = (out / "config.json").exists() and (out / "runs").is_dir()
     if not compare_folder or (out / "checkpoint.json").exists():
-        raise SystemExit(f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/); "
-                         "a training run's folder is never rewritten")
+        raise SystemExit(
+            f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/); "
+            "a training run's folder is never rewritten"
+        )
     from algos.run import RunFolderError, lock_folder
 
     try:

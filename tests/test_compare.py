@@ -1,5 +1,6 @@
-"""experiments/compare.py end to end on the smoke preset: every output, honest statistics, resume without
-rerunning finished pairs, and the learning-curves notebook on the folder it writes."""
+"""experiments/compare.py end to end on the smoke preset: every output, the statistics of the measured
+per-task results, resume without rerunning finished pairs, and the learning-curves notebook on the folder it
+writes."""
 
 import json
 import os
@@ -43,24 +44,36 @@ def test_smoke_comparison_writes_every_output(smoke):
         assert {tuple(sorted(r["per_task"])) for r in firsts} == {tuple(sorted(start["per_task"]))}
     table = (smoke / "table.md").read_text()
     assert all(f"| {a} |" in table for a in ALGOS) and "Ten hardest tasks" in table
+    assert "Probability of improvement P(row > column)" in table and "Minimum detectable difference" in table
     assert (smoke / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert (smoke / "profiles.png").read_bytes()[:4] == b"\x89PNG"
     html = (smoke / "report.html").read_text()
-    assert "data:image/png;base64," in html and "<table>" in html
+    assert html.count("data:image/png;base64,") >= 2 and "<table>" in html and "Performance profiles" in html
     assert any((smoke / "runs" / "grpo-s0" / "wandb").glob("offline-run-*"))  # one wandb run per pair
 
 
 def test_table_numbers_are_the_measured_ones(smoke):
-    from experiments.report import interval
+    from experiments import stats
 
     rows = _rows(smoke / "metrics.jsonl")
     table = (smoke / "table.md").read_text()
+    finals, per_task = {}, {}
     for a in ALGOS:
-        finals = []
-        for s in (0, 1):
-            evals = [r for r in rows if r["algo"] == a and r["seed"] == s and "pass_at_1" in r]
-            finals.append(evals[-1]["pass_at_1"])
-        mean, half = interval(finals)
-        assert f"| {a} | {mean:.3f} ± {half:.3f} |" in table
+        evals = [[r for r in rows if r["algo"] == a and r["seed"] == s and "pass_at_1" in r] for s in (0, 1)]
+        finals[a] = [e[-1]["pass_at_1"] for e in evals]
+        per_task[a] = [e[-1]["per_task"] for e in evals]  # each seed's last evaluation, task by task
+    matrices, tasks = stats.score_matrices(per_task)
+    assert tasks == sorted(per_task["grsd"][0]) and all(m.shape == (2, len(tasks)) for m in matrices.values())
+    agg = stats.aggregates(matrices)
+    imp = stats.improvements(matrices)
+    for a in ALGOS:
+        assert agg[a]["mean"].point == pytest.approx(sum(finals[a]) / 2)  # the mean of the seeds' Pass@1
+        assert f"| {a} | {agg[a]['mean']} | {agg[a]['IQM']} |" in table
+        assert f"| {a} | {agg[a]['median']} | {agg[a]['optimality gap']} |" in table
+    assert f"| grsd | - | {imp['grsd', 'grpo']} | {imp['grsd', 'ppo']} |" in table
+    cfg = json.loads((smoke / "config.json").read_text())
+    mdd = stats.minimum_detectable_difference(matrices, cfg["eval_n_per_task"])
+    assert f"a true difference in mean Pass@1 of **{mdd.difference:.3f}**" in table
 
 
 def test_resume_skips_finished_pairs(smoke, tmp_path):
@@ -81,15 +94,6 @@ def test_resume_skips_finished_pairs(smoke, tmp_path):
     old = [r for r in _rows(smoke / "metrics.jsonl") if r["algo"] == "ppo" and r["seed"] == 1]
     evals = lambda rows: [r["pass_at_1"] for r in rows if "pass_at_1" in r]  # noqa: E731
     assert evals(again) == evals(old)  # the rerun pair repeats exactly what it measured before
-
-
-def test_interval_is_the_95_percent_t_interval():
-    from experiments.report import interval
-
-    mean, half = interval([0.4, 0.5])
-    # t(0.975, 1 dof) = 12.7062 times s / sqrt(n) = 0.05
-    assert mean == pytest.approx(0.45) and half == pytest.approx(12.7062 * 0.05, rel=1e-4)
-    assert interval([0.3]) == (0.3, 0.0)
 
 
 def test_bad_algorithm_name_is_a_clear_error(tmp_path):

@@ -1,5 +1,5 @@
 """experiments/stats.py against values computed by hand on small fixed tables, the stratified bootstrap's
-properties, the minimum detectable difference, and clear errors on bad input."""
+properties, the minimum detectable difference, clear errors on bad input, and the report's use of them."""
 
 import numpy as np
 import pytest
@@ -186,3 +186,57 @@ def test_bad_input_to_the_comparisons_is_a_clear_error():
         stats.minimum_detectable_difference({"a": A}, 0)
     with pytest.raises(ValueError, match="power=1.5: expected a probability strictly between 0 and 1"):
         stats.minimum_detectable_difference({"a": A}, 4, power=1.5)
+
+
+# -- the report ----------------------------------------------------------------------------------------------
+def _rows() -> list[dict]:
+    """Two evaluations per seed; the last ones' per-task results are A (grsd) and B (grpo) on tasks t0..t3,
+    and sb3-ppo's on t0, t1 only."""
+    tasks = ["t0", "t1", "t2", "t3"]
+    out = []
+    for algo, table in (("grsd", A), ("grpo", B), ("sb3-ppo", [[1.0, 0.0], [0.5, 0.5]])):
+        for seed, final in enumerate(table):
+            for it, scores in enumerate(([0.25] * len(final), final)):
+                per_task = dict(zip(tasks, scores, strict=False))
+                out.append(
+                    {
+                        "algo": algo,
+                        "seed": seed,
+                        "iteration": it,
+                        "env_steps": 100 * it,
+                        "pass_at_1": float(np.mean(scores)),
+                        "per_task": per_task,
+                    }
+                )
+    return out
+
+
+def test_report_tables_show_the_bootstrap_statistics(tmp_path):
+    from experiments import report
+
+    algos = ["grsd", "grpo", "sb3-ppo"]
+    summ = report.summary(_rows(), algos, 0.25)
+    st = report.statistics(summ, episodes_per_task=4)
+    assert st.tasks == ["t0", "t1", "t2", "t3"] and list(st.matrices) == ["grsd", "grpo"]
+    assert st.matrices["grsd"].tolist() == A and st.matrices["grpo"].tolist() == B
+    md = report.table_md(summ, {"pass_at_1": 0.25, "per_task": {}}, st)
+    agg = stats.aggregates({"grsd": A, "grpo": B})
+    for algo in ("grsd", "grpo"):
+        assert f"| {algo} | {agg[algo]['mean']} | {agg[algo]['IQM']} |" in md
+    assert "| grsd | 0.562 [" in md and "| grsd | - | 0.542 [" in md  # mean 9/16; P(grsd > grpo) = 13/24
+    assert "| grpo | 0.458 [" in md and "sb3-ppo: evaluated on 2 tasks, not the others' 4" in md
+    mdd = stats.minimum_detectable_difference({"grsd": A, "grpo": B}, 4)
+    assert f"of **{mdd.difference:.3f}**" in md and "with 5 seeds: " in md
+    assert "Ten hardest tasks" in md
+    report.plot_profiles(st.profiles, tmp_path / "profiles.png")
+    report.plot_curves(report.curves(_rows(), algos), 0.25, tmp_path / "curves.png")
+    assert (tmp_path / "profiles.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_curve_bands_are_bootstrap_intervals_of_the_seeds_mean():
+    from experiments.report import aligned
+
+    x, mean, low, high = aligned({0: [(0, 0.2), (10, 0.4)], 1: [(0, 0.4), (12, 0.6)], 2: [(0, 0.3)]})
+    assert x.tolist() == [0.0] and mean == pytest.approx([0.3])  # up to the shortest seed
+    assert 0.2 - 1e-9 <= low[0] < 0.3 < high[0] <= 0.4 + 1e-9  # within the seeds' range

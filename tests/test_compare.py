@@ -108,4 +108,5 @@ def test_learning_curves_notebook_runs_on_the_smoke_folder(smoke, monkeypatch):
     nb = execute(path, {"VOYAGER_COMPARE_DIR": str(smoke)}, monkeypatch)
     text = outputs_text(nb)
     assert "metrics rows" in text and "| grsd |" in text and "SystemWifiTurnOn" in text
-    assert os.path.exists(smoke / "curves-notebook.png")
+    assert "IQM" in text and "P(grsd > grpo)" in text and "minimum detectable difference" in text
+    assert os.path.exists(smoke / "curves-notebook.png") and os.path.exists(smoke / "profiles-notebook.png")

@@ -39,10 +39,11 @@ def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
     from algos.policies.small import SmallPolicy
     from algos.rft import success_samples
     from algos.rollout import RolloutConfig, collect
+    from experiments.common import BASE_VERSION
     from voyager_gym.suites import TrainGenerator
     from voyager_gym.vector import make_vec
 
-    path = cache / f"base-{len(tasks)}t-{demos}d-{epochs}e"
+    path = cache / f"base-v{BASE_VERSION}-{len(tasks)}t-{demos}d-{epochs}e"
     if (path / "model.safetensors").exists():
         return SmallPolicy.load(path)
     envs = make_vec(16, "sync", observation_mode="elements")

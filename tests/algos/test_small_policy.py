@@ -89,6 +89,29 @@ def test_shapes_and_determinism(screens):
     assert not torch.allclose(lp, other), "a different seed must give a different model"
 
 
+def test_goal_memory_cache_matches_uncached_encoding_and_follows_weight_updates(screens):
+    """Acting reuses each goal's encoded states (no gradients) until a weight changes in place; what it
+    computes equals the batched, uncached encoding used for training, whatever batch first saw the goal."""
+    from algos.policies.small import collate
+
+    xs = screens[:24]
+    pol = SmallPolicy(seed=5)
+    b = collate(pol.featurize(xs), pol.history, "cpu")
+    assert len(b.goal_texts) < len(xs), "the screens share goals: each distinct goal is encoded once"
+    fresh = pol.model.encode(b)  # with gradients: every goal encoded together, nothing cached
+    pol.act(xs[5:9])  # fills the cache from a different batch
+    with torch.no_grad():
+        cached = pol.model.encode(b)
+    for x, y in zip(fresh, cached, strict=True):
+        assert torch.allclose(x.detach(), y, atol=1e-5)
+    with torch.no_grad():  # an in-place update (what optimisers and load_state_dict do) invalidates it
+        pol.model.goal_norm.weight.mul_(2.0)
+        after = pol.model.encode(b)
+    moved = pol.model.encode(b)
+    assert torch.allclose(after[1], moved[1].detach(), atol=1e-5)
+    assert not torch.allclose(after[1], cached[1], atol=1e-3)
+
+
 def _copied_parts(text: str, field: str | None) -> list[str]:
     """What typed text may have been copied from: itself, a zero-padded digit's digit, or the text around the
     field's current text (a line above or below it)."""

@@ -142,13 +142,19 @@ class GRSD(Algorithm):
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:
         """Frames always (fork detection compares them), of mixed groups only unless `policy` reads them (its
-        pooled successes then keep theirs): a group of one outcome has no fork."""
-        if not has_pixels(envs):
-            raise ValueError("GRSD compares screenshots, but the env gives elements-only observations; make "
-                             "it with render_scale > 0 (observation_mode='full')")
+        pooled successes then keep theirs): a group of one outcome has no fork. With `replay_env` set and
+        envs that render nothing, the mixed groups' frames are rendered afterwards by replaying their
+        episodes (only they are ever drawn)."""
         mixed = policy is not None and not policy.uses_pixels
-        return dataclasses.replace(super().rollout_config(envs, seed, progress), keep_frames=True,
-                                   frames_of="mixed" if mixed else "all")
+        cfg = dataclasses.replace(super().rollout_config(envs, seed, progress), keep_frames=True,
+                                  frames_of="mixed" if mixed else "all")
+        if not has_pixels(envs):
+            if self.replay_env is None:
+                raise ValueError("GRSD compares screenshots, but the env gives elements-only observations; "
+                                 "make it with render_scale > 0 (observation_mode='full'), or set the "
+                                 "algorithm's replay_env to render them by replay (SimDroid)")
+            cfg.replay_frames = dict(self.replay_env)
+        return cfg
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         cfg = self.cfg

@@ -41,6 +41,9 @@ class Algorithm(abc.ABC):
 
     def __init__(self, cfg: LoopConfig):
         self.cfg = cfg
+        # kwargs of a SimDroid env that renders kept frames by replaying episodes, so that the rollout envs
+        # need no screenshots (set by the caller; see RolloutConfig.replay_frames)
+        self.replay_env: dict[str, Any] | None = None
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:

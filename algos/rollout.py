@@ -37,6 +37,10 @@ class RolloutConfig:
     # what fork detection compares); the others' frames are dropped as soon as their last rollout ends
     progress: bool = False  # a rich progress bar
     seed: int = 0  # base of the per-trajectory env seeds (screen noise)
+    replay_frames: dict[str, Any] | None = None  # with keep_frames: kwargs of a SimDroid VoyagerEnv
+    # (observation_mode "full") that renders the kept frames afterwards, by replaying each kept group's
+    # episodes (same instance, env seed and actions: SimDroid is deterministic, and draws its screen noise
+    # whether or not it renders); the rollout envs then render no screenshots at all
 
 
 def has_pixels(envs: Any) -> bool:
@@ -106,6 +110,7 @@ class _Rollouts:
         self.hist: list[list[str]] = [[] for _ in range(n)]
         self.inputs: list[PolicyInput | None] = [None] * n  # what the policy sees next (None: not running)
         self.info: list[dict] = [{} for _ in range(n)]
+        self.replay_env: Any = None  # built on first use (replay_frames)
         self.progress = None
         if cfg.progress:
             from rich.progress import Progress
@@ -117,6 +122,32 @@ class _Rollouts:
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+        if self.replay_env is not None:
+            self.replay_env.close()
+
+    def _replay(self, k: int) -> None:
+        """Render group k's frames by replaying its episodes on one pixel env: each step's frame is the
+        screenshot of the observation it acted on, exactly as a rendering env would have shown it."""
+        if self.replay_env is None:
+            from voyager_gym.env import VoyagerEnv
+
+            self.replay_env = VoyagerEnv(**self.cfg.replay_frames)
+        env = self.replay_env
+        with PHASES("render"):
+            for t in self.slots[k]:
+                if t is None or t.errored or not t.steps:
+                    continue
+                obs, _ = env.reset(seed=t.env_seed, options={"task": t.task, "params": dict(t.params)})
+                for n, s in enumerate(t.steps):
+                    s.frame = np.array(obs["pixels"])
+                    if self.cfg.thumb_width > 0:
+                        s.thumbnail = _thumb(s.frame, self.cfg.thumb_width)
+                    if n + 1 < len(t.steps):
+                        obs, *_ = env.step(s.response)
+
+    def _mixed(self, k: int) -> bool:
+        trajs = [t for t in self.slots[k] if t is not None and not t.errored]
+        return any(t.success for t in trajs) and not all(t.success for t in trajs)
 
     def result(self) -> list[Group]:
         for k, grp in enumerate(self.groups):
@@ -172,8 +203,7 @@ class _Rollouts:
                            max_steps=int(info.get("max_steps", 10)))
 
     def _drop_frames_unless_mixed(self, k: int) -> None:
-        trajs = [t for t in self.slots[k] if t is not None and not t.errored]
-        if any(t.success for t in trajs) and not all(t.success for t in trajs):
+        if self._mixed(k):
             return
         for t in self.slots[k]:
             for s in t.steps if t is not None else ():
@@ -228,8 +258,12 @@ class _Rollouts:
             k, g = self.jobs[self.job_of[i]]
             self.slots[k][g] = t
             self.left[k] -= 1
-            if self.left[k] == 0 and cfg.keep_frames and cfg.frames_of == "mixed":
-                self._drop_frames_unless_mixed(k)
+            if self.left[k] == 0 and cfg.keep_frames:
+                if cfg.replay_frames is not None:
+                    if cfg.frames_of == "all" or self._mixed(k):
+                        self._replay(k)
+                elif cfg.frames_of == "mixed":
+                    self._drop_frames_unless_mixed(k)
             self.done_jobs += 1
             if self.progress is not None:
                 self.progress.update(self.bar, completed=self.done_jobs)

@@ -4,7 +4,9 @@ share of each phase, against env-only throughput measured in the same run on the
 
 The reference replays every trajectory of the measured iteration (same instances, env seeds and actions) on
 one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and,
-for GRSD, also with its screenshots; the difference is the rendering share). The iteration counts its
+for GRSD, also with its screenshots; the difference is the rendering share). GRSD runs as experiments/ run
+it on SimDroid: rollouts render nothing and the mixed groups' frames are rendered afterwards by replaying
+their episodes (--grsd-live: every step renders its screenshot). The iteration counts its
 training env steps, as the loop does; its time includes the evaluation that follows it. The start policy
 of every algorithm is the same behaviour-cloned base policy (cached in --cache). Each figure is the fastest
 of --repeats runs, algorithms alternating (the machine may be shared).
@@ -94,13 +96,16 @@ def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Names
     from algos.timing import PHASES
     from voyager_gym.vector import make_vec
 
-    kw: dict[str, Any] = {"observation_mode": "full" if pixel_scale else "elements"}
-    if pixel_scale:
+    live = pixel_scale and args.grsd_live
+    kw: dict[str, Any] = {"observation_mode": "full" if live else "elements"}
+    if live:
         kw["render_scale"] = pixel_scale
     if args.vector == "pipelined":
         kw.update(lanes=args.lanes, workers=args.workers)
     envs = make_vec(args.num_envs, args.vector, **kw)
     algo = make_algo(name, args.instances, args.group_size)
+    if pixel_scale and not live:  # as experiments/ run it: mixed groups' frames rendered by replay
+        algo.replay_env = {"observation_mode": "full", "render_scale": pixel_scale}
     kept: list[Any] = []
     import algos.loop as loop
 
@@ -180,6 +185,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--lanes", type=int, default=2)
     ap.add_argument("--pixel-scale", type=float, default=0.25, help="GRSD's screenshot scale")
+    ap.add_argument("--grsd-live", action="store_true",
+                    help="GRSD renders every step's screenshot live (default: mixed groups' by replay)")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)

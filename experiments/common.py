@@ -50,6 +50,25 @@ def policy_reads_pixels(cfg: Any) -> bool:
     return getattr(AutoConfig.from_pretrained(p.path or p.hf_model), "vision_config", None) is not None
 
 
+def frame_replay(cfg: Any, pixels: bool) -> dict[str, Any] | None:
+    """When the algorithm compares screenshots (`pixels`, as GRSD does) but the policy reads none: kwargs of
+    the SimDroid env that renders the frames it keeps by replaying those episodes, so that rollouts render no
+    screenshots (see RolloutConfig.replay_frames). None where replay cannot stand in for live screenshots:
+    AndroidWorld, envs on Ray actors, `env.screenshots` other than auto, or a policy that reads pixels."""
+    e = cfg.env
+    if (not pixels or e.backend != "simdroid" or e.workers > 0 or e.screenshots != "auto"
+            or policy_reads_pixels(cfg)):
+        return None
+    return {"observation_mode": "full", "noise": e.noise, "render_scale": e.scale(True)}
+
+
+def make_algorithm_envs(cfg: Any, algo: Any) -> Any:
+    """The run's vector env for `algo`; where its screenshots can be rendered by replay (`frame_replay`),
+    the envs render none and `algo.replay_env` is set instead."""
+    algo.replay_env = frame_replay(cfg, algo.needs_pixels)
+    return make_envs(cfg, pixels=algo.needs_pixels and algo.replay_env is None)
+
+
 def make_envs(cfg: Any, pixels: bool = False) -> Any:
     """The vector env of a run. Screenshots are rendered as `env.screenshots` says: with `auto`, when `pixels`
     (the algorithm compares screens, as GRSD does) or the policy reads them. `env.backend` / `env.workers`

@@ -100,7 +100,13 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
     from algos.loop import train_loop
     from algos.run import Run, pin_cpu_numerics
-    from experiments.common import load_or_train_rft, make_algorithm, make_envs, resolve_tasks, suite_backend
+    from experiments.common import (
+        load_or_train_rft,
+        make_algorithm,
+        make_algorithm_envs,
+        resolve_tasks,
+        suite_backend,
+    )
 
     pin_cpu_numerics(cfg.torch_threads)
     pair = Path(out) / "runs" / f"{algo}-s{seed}"
@@ -122,7 +128,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
                   group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
         try:
             a = make_algorithm(cfg, algo)
-            envs = make_envs(cfg, pixels=a.needs_pixels)
+            envs = make_algorithm_envs(cfg, a)
             try:
                 policy, _ = load_or_train_rft(cfg, tasks, envs)
                 train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,

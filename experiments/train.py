@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         load_or_train_rft,
         load_saved_policy,
         make_algorithm,
-        make_envs,
+        make_algorithm_envs,
         resolve_tasks,
         suite_backend,
     )
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         run = Run(out, run_config(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
     except RunFolderError as e:
         raise SystemExit(f"train: {e}") from None
-    envs = make_envs(cfg, pixels=algo.needs_pixels)
+    envs = make_algorithm_envs(cfg, algo)
     t0 = time.perf_counter()
     try:
         if cfg.policy.path:

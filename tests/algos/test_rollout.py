@@ -1,5 +1,6 @@
 """Group rollouts through vector envs: G trajectories per instance, continuous batching, errored episodes."""
 
+import dataclasses
 import json
 import math
 
@@ -230,6 +231,35 @@ def test_frames_of_mixed_groups_only(mode):
         frames = [s.frame for t in g.trajectories for s in t.steps]
         assert all(f is not None and f.shape == (120, 54, 3) for f in frames) if m else \
             all(f is None for f in frames)
+
+
+@pytest.mark.parametrize("mode", ["sync", "pipelined"])
+def test_frames_rendered_by_replay_equal_the_live_screenshots(mode):
+    """Rollouts on envs that render nothing, with the mixed groups' frames rendered afterwards by replaying
+    their episodes, give the same trajectories and bit-identical frames (screen noise and transition blends
+    included) as rollouts on rendering envs."""
+    kw = {"lanes": 2, "workers": 1} if mode == "pipelined" else {}
+    inst = TrainGenerator(TASKS, seed=4).take(6)
+    cfg = RolloutConfig(group_size=3, thumb_width=32, keep_frames=True, frames_of="mixed", seed=1)
+    out = []
+    for replay in (None, {"observation_mode": "full", "render_scale": 0.05, "noise": "heavy"}):
+        envs = make_vec(4, mode, **({"render_scale": 0.05, "noise": "heavy"} if replay is None else
+                                    {"observation_mode": "elements", "noise": "heavy"}), **kw)
+        try:
+            out.append(collect(_SometimesQuits(), envs, inst, dataclasses.replace(cfg, replay_frames=replay)))
+        finally:
+            envs.close()
+    live, replayed = out
+    assert any(g.has_both_outcomes for g in live) and not all(g.has_both_outcomes for g in live)
+    for a, b in zip(live, replayed, strict=True):
+        assert [t.success for t in a.trajectories] == [t.success for t in b.trajectories]
+        for ta, tb in zip(a.trajectories, b.trajectories, strict=True):
+            assert [s.response for s in ta.steps] == [s.response for s in tb.steps]
+            for sa, sb in zip(ta.steps, tb.steps, strict=True):
+                assert (sa.frame is None) == (sb.frame is None) == (not a.has_both_outcomes)
+                if sa.frame is not None:
+                    assert np.array_equal(sa.frame, sb.frame)
+                    assert np.array_equal(sa.thumbnail, sb.thumbnail)
 
 
 def test_groups_of_instances_that_leave_params_to_the_env_carry_the_envs_params():

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from algos.policies.base import ActionEval, Policy, PolicyOutput
 from algos.prompt import PolicyInput, render_response
@@ -100,6 +101,14 @@ N_DENSE = 18  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
 CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
 GOAL_CACHE_SIZE = 4096  # encoded goals kept while acting (until the weights change)
+_OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
+
+
+def _count_optimizer_step(*_: Any) -> None:
+    _OPTIMIZER_STEPS[0] += 1
+
+
+register_optimizer_step_post_hook(_count_optimizer_step)
 FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
 
 
@@ -469,7 +478,7 @@ class PointerNet(nn.Module):
         self.step = nn.Linear(1, d)
         self.goal_blocks = nn.ModuleList(Block(d, heads, FF_MULT * d) for _ in range(goal_layers))
         self._goal_cache: dict[str, tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = {}
-        self._cache_version = -1
+        self._cache_version: tuple[int, int] = (-1, -1)
         self._params: list[nn.Parameter] | None = None
         self.goal_norm = nn.LayerNorm(d)
         self.blocks = nn.ModuleList(Block(d, heads, FF_MULT * d) for _ in range(layers))
@@ -566,7 +575,9 @@ class PointerNet(nn.Module):
             return self._encode_goals(x, b.goal_mask_u)
         if self._params is None:
             self._params = list(self.parameters())
-        version = sum(p._version for p in self._params)  # bumped by every in-place update of a weight
+        # in-place edits of a weight bump its version counter (load_state_dict, foreach optimisers), but fused
+        # optimisers do not: every optimizer step anywhere also counts (`_optimizer_steps`)
+        version = (sum(p._version for p in self._params), _OPTIMIZER_STEPS[0])
         if version != self._cache_version or len(self._goal_cache) > GOAL_CACHE_SIZE:
             self._goal_cache, self._cache_version = {}, version
         lens = b.goal_mask_u.sum(1).tolist()

@@ -112,6 +112,30 @@ def test_goal_memory_cache_matches_uncached_encoding_and_follows_weight_updates(
     assert not torch.allclose(after[1], cached[1], atol=1e-3)
 
 
+def test_goal_memory_cache_is_dropped_by_training_and_loading(screens, demos, tmp_path):
+    """After fit_sft (a fused Adam, which bumps no version counter), any other optimizer's step, or loading
+    weights, acting encodes goals with the new weights: the same outputs as a fresh copy of the policy."""
+    xs = screens[:16]
+    pol = SmallPolicy(seed=6)
+
+    def same_as_fresh() -> bool:
+        pol.save(tmp_path / "p")
+        fresh = SmallPolicy.load(tmp_path / "p")
+        mine, theirs = pol.act(xs, greedy=True), fresh.act(xs, greedy=True)
+        return [o.logprob for o in mine] == [o.logprob for o in theirs]
+
+    pol.act(xs, greedy=True)  # fills the cache
+    pol.fit_sft(demos[:64], epochs=1)
+    assert same_as_fresh()
+    opt = torch.optim.SGD(pol.trainable_parameters(), lr=0.5)
+    pol.log_probs(xs[:4], [o.text for o in pol.act(xs[:4])]).sum().backward()
+    opt.step()
+    assert same_as_fresh()
+    other = SmallPolicy(seed=7)
+    pol.model.load_state_dict(other.model.state_dict())
+    assert [o.logprob for o in pol.act(xs, greedy=True)] == [o.logprob for o in other.act(xs, greedy=True)]
+
+
 def _copied_parts(text: str, field: str | None) -> list[str]:
     """What typed text may have been copied from: itself, a zero-padded digit's digit, or the text around the
     field's current text (a line above or below it)."""

@@ -1,6 +1,6 @@
 """The paper's comparison under one harness: every algorithm from the same RFT checkpoint, the same budget.
 
-    python experiments/compare.py algo=grsd,grpo,ppo [seeds=2] [budget=ENV_STEPS] [preset=default|smoke]
+    python experiments/compare.py algo=grsd,grpo,ppo [seeds=3] [budget=ENV_STEPS] [preset=default|smoke]
                                   [tasks=...] [policy=small|hf] [out_dir=PATH] [workers=2] [any train key]
     voyager-gym compare --help      # every key, its type, default and meaning; the presets
 

@@ -1,6 +1,6 @@
 """The paper's comparison under one harness: every algorithm from the same RFT checkpoint, the same budget.
 
-    python experiments/compare.py algo=grsd,grpo,ppo [seeds=3] [budget=ENV_STEPS] [preset=default|smoke]
+    python experiments/compare.py algo=grsd,grpo,ppo [seeds=3] [budget=ENV_STEPS] [preset=default|paper|smoke]
                                   [tasks=...] [policy=small|hf] [out_dir=PATH] [workers=2] [any train key]
     voyager-gym compare --help      # every key, its type, default and meaning; the presets
 
@@ -141,6 +141,41 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     return str(pair)
 
 
+# Seconds per env step of one (algorithm, seed) pair with the small policy on SimDroid's 77 tasks, two pairs
+# sharing this project's 2-core machine, as measured in the default comparison (2026-12-01): linear and
+# quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the run; fitted to its
+# 32,000- and 41,500-step pairs). START_SECONDS: the base policy and the RFT checkpoint when not cached.
+PAIR_SECONDS = {"grsd": (6.2e-3, 1.23e-7), "grpo": (3.8e-3, 0.0), "ppo": (8.6e-3, 0.0), "rft": (6.0e-3, 0.0)}
+PAIR_OVERHEAD_S = 10.0
+START_SECONDS = 525.0
+
+
+def expected_seconds(cfg: CompareConfig, todo: list[tuple[str, int]], start_cached: bool) -> float | None:
+    """The comparison's expected wall time on a 2-core machine like ours, from the measured rates above: each
+    pair runs its budget plus most of one iteration (the budget is checked before an iteration starts; ~7.5
+    env steps an episode), pairs go to the first free of `workers` in submission order, plus the start
+    checkpoint when it is not cached. None where those rates say nothing (a subset of the tasks, another
+    policy or backend, Ray actors, sb3-ppo)."""
+    if (list(cfg.tasks) != ["all"] or cfg.policy.name != "small" or cfg.env.backend != "simdroid"
+            or cfg.env.workers > 0 or any(a not in PAIR_SECONDS for a, _ in todo)):
+        return None
+    free = [0.0] * max(1, min(cfg.workers, len(todo)))
+    for a, _ in todo:
+        sec = getattr(cfg, a)
+        steps = cfg.budget + 0.8 * sec.instances_per_iter * sec.group_size * 7.5
+        lin, quad = PAIR_SECONDS[a]
+        k = free.index(min(free))
+        free[k] += PAIR_OVERHEAD_S + lin * steps + quad * steps**2
+    return max(free) + (0.0 if start_cached else START_SECONDS)
+
+
+def start_is_cached(cfg: CompareConfig) -> bool:
+    from experiments.common import resolve_tasks, rft_key
+
+    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
+    return (Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}" / "done").exists()
+
+
 def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
     """Train (or load) the shared RFT checkpoint once, before the pairs start; returns its metrics rows."""
     from experiments.common import load_or_train_rft, make_envs, resolve_tasks
@@ -186,9 +221,14 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
     atomic_write_text(out / "config.json", json.dumps(cfg_dict, indent=2, sort_keys=True, default=str))
     pin_cpu_numerics(cfg.torch_threads)
     t0 = time.perf_counter()
-    start = prepare_start(cfg) if any(a != SB3 for a in names) else None
     pairs = [(a, s) for a in names for s in range(cfg.seeds)]
     todo = [(a, s) for a, s in pairs if pair_status(cfg, a, s, out) != "done"]
+    need_start = any(a != SB3 for a in names)
+    eta = expected_seconds(cfg, todo, start_cached=not need_start or start_is_cached(cfg))
+    if eta is not None:
+        print(f"compare: expected duration ~{eta / 60:.0f} min on a 2-core machine like ours (the small "
+              "policy's measured rates; see experiments/compare.py: PAIR_SECONDS)")
+    start = prepare_start(cfg) if need_start else None
     print(f"compare: {len(pairs)} algorithm-seed pairs ({len(pairs) - len(todo)} already done), "
           f"budget {cfg.budget} env steps each, {cfg.workers} workers; folder {out}")
     if cfg.workers <= 1 or len(todo) <= 1:

@@ -303,6 +303,8 @@ SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minut
     *SMOKE_BASE,
     *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
+COMPARE_DEFAULT = [f"{a}.{k}" for a in ("grsd", "grpo", "ppo")
+                   for k in ("instances_per_iter=77", "eval_every=2")]
 PRESETS: dict[str, dict[str, list[str]]] = {  # entry point -> preset -> overrides
     "train": {"smoke": SMOKE},
     "pretrain": {"smoke": SMOKE_BASE},
@@ -311,8 +313,10 @@ PRESETS: dict[str, dict[str, list[str]]] = {  # entry point -> preset -> overrid
         # all 77 tasks, 3 seeds, 28,000 env steps per pair, ~20 minutes on 2 cores with the small policy once
         # the RFT checkpoint (~8 minutes) is cached; one instance per task per iteration (~4,600 env steps),
         # so each pair gets ~6 updates; Pass@1 on the held-out suite every 2 iterations and after the last
-        "default": [f"{a}.{k}" for a in ("grsd", "grpo", "ppo") for k in ("instances_per_iter=77",
-                                                                          "eval_every=2")],
+        "default": COMPARE_DEFAULT,
+        # the long version for more time or cores: 5 seeds, 4x the default budget per pair (its expected
+        # duration is printed before it starts: ~3 hours on 2 cores)
+        "paper": [*COMPARE_DEFAULT, "seeds=5", "budget=112000"],
         "smoke": [*SMOKE, "seeds=2", "budget=240", "sb3_budget=256"],
     },
     "report": {},

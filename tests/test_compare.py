@@ -110,3 +110,26 @@ def test_learning_curves_notebook_runs_on_the_smoke_folder(smoke, monkeypatch):
     assert "metrics rows" in text and "| grsd |" in text and "SystemWifiTurnOn" in text
     assert "IQM" in text and "P(grsd > grpo)" in text and "minimum detectable difference" in text
     assert os.path.exists(smoke / "curves-notebook.png") and os.path.exists(smoke / "profiles-notebook.png")
+
+
+def test_paper_preset_and_the_expected_duration():
+    """preset=paper: >= 5 seeds and >= 4x the default budget per pair, on the default's schedule; the duration
+    printed before a comparison starts grows with budget and seeds, counts the start checkpoint only when it
+    is not cached, and is not guessed where the measured rates do not apply."""
+    from experiments.compare import START_SECONDS, expected_seconds, parse_compare
+
+    default, paper = parse_compare([]), parse_compare(["preset=paper"])
+    assert default.seeds >= 3 and paper.seeds >= 5 and paper.budget >= 4 * default.budget
+    assert paper.grsd.eval_every == default.grsd.eval_every == 2
+    assert paper.ppo.instances_per_iter == default.ppo.instances_per_iter == 77
+
+    def eta(cfg, cached=True):
+        return expected_seconds(cfg, [(a, s) for a in cfg.algo for s in range(cfg.seeds)], cached)
+
+    assert 15 * 60 <= eta(default) <= 25 * 60  # the default comparison took 19.6 min here
+    assert eta(default, cached=False) == pytest.approx(eta(default) + START_SECONDS)
+    assert eta(parse_compare(["budget=40000"])) > eta(default)
+    assert eta(paper) > 4 * eta(default)
+    assert eta(parse_compare(["seeds=1"])) < eta(default)
+    assert eta(parse_compare(["preset=smoke"])) is None  # a subset of tasks: the rates say nothing
+    assert eta(parse_compare(["algo=grsd,sb3-ppo"])) is None

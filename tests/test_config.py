@@ -66,7 +66,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["env.noise=no"], C.TrainConfig, "env.noise='no': expected one of default, none, heavy"),
         (["algo=grsd,grpo"], C.TrainConfig, "algo='grsd,grpo': expected one of rft, grsd, grpo, ppo"),
         (["algo=grsd,dpo"], C.CompareConfig, "algo='dpo': expected one of rft, grsd, grpo, ppo, sb3-ppo"),
-        (["preset=huge"], C.CompareConfig, "preset='huge': expected one of default, smoke"),
+        (["preset=huge"], C.CompareConfig, "preset='huge': expected one of default, paper, smoke"),
         (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected a value >= 1"),
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
         (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),

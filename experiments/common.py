@@ -245,13 +245,18 @@ def rft_key(cfg: Any, tasks: list[str]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def rft_path(cfg: Any, tasks: list[str]) -> Path:
+    """Where the RFT start checkpoint of this recipe is cached (a `done` file in it once trained)."""
+    return Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
+
+
 def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, dict[str, Any]]:
     """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
     once per recipe as a resumable run under cfg.cache_dir. Returns the policy and its last metrics row."""
     from algos.loop import train_loop
     from algos.run import Run, checkpoint_dir, read_metrics, verify_manifest
 
-    path = Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
+    path = rft_path(cfg, tasks)
     if not (path / "done").exists():
         run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
         try:

@@ -170,10 +170,9 @@ def expected_seconds(cfg: CompareConfig, todo: list[tuple[str, int]], start_cach
 
 
 def start_is_cached(cfg: CompareConfig) -> bool:
-    from experiments.common import resolve_tasks, rft_key
+    from experiments.common import resolve_tasks, rft_path
 
-    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
-    return (Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}" / "done").exists()
+    return (rft_path(cfg, resolve_tasks(cfg.tasks, cfg.env.backend)) / "done").exists()
 
 
 def prepare_start(cfg: CompareConfig) -> dict[str, Any]:

@@ -100,7 +100,9 @@ TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text i
 N_DENSE = 18  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
 CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
+FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
 GOAL_CACHE_SIZE = 4096  # encoded goals kept while acting (until the weights change)
+OVERLAP_CACHE_SIZE = 4096  # goal-element overlap rows kept per goal
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -109,7 +111,6 @@ def _count_optimizer_step(*_: Any) -> None:
 
 
 register_optimizer_step_post_hook(_count_optimizer_step)
-FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
 
 
 def launcher_app_names() -> list[str]:
@@ -285,7 +286,7 @@ class Featurizer:
         row[15] = bool(e.label_lower) and e.label_lower in g.lower
         row[16] = len(e.label_compact) >= 3 and e.label_compact in g.compact
         row[17] = bool(e.label_compact) and any(w in e.label_compact for w in g.long_words)
-        if len(g.overlaps) >= 4096:
+        if len(g.overlaps) >= OVERLAP_CACHE_SIZE:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
         return row
@@ -586,12 +587,11 @@ class PointerNet(nn.Module):
                 n = lens[u]
                 h, kvs = self._encode_goals(x[u : u + 1, :n], b.goal_mask_u[u : u + 1, :n])
                 self._goal_cache[text] = (h[0], [(k[0], v[0]) for k, v in kvs])
-        rows = [self._goal_cache[text] for text in b.goal_texts]
-        mem = x.new_zeros(n_goals, t_len, d)
-        dh = d // self.blocks[0].heads if len(self.blocks) else d
-        kvs_out = [(x.new_zeros(n_goals, self.blocks[0].heads, t_len, dh),
-                    x.new_zeros(n_goals, self.blocks[0].heads, t_len, dh)) for _ in self.blocks]
-        for u, (h, kvs) in enumerate(rows):
+        mem = x.new_zeros(n_goals, t_len, d)  # cached rows, padded back to the batch's goal length
+        kvs_out = [(x.new_zeros(n_goals, blk.heads, t_len, d // blk.heads),
+                    x.new_zeros(n_goals, blk.heads, t_len, d // blk.heads)) for blk in self.blocks]
+        for u, text in enumerate(b.goal_texts):
+            h, kvs = self._goal_cache[text]
             n = h.shape[0]
             mem[u, :n] = h
             for (k_out, v_out), (k, v) in zip(kvs_out, kvs, strict=True):

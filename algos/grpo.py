@@ -107,8 +107,12 @@ class GRPO(Algorithm):
         cfg = self.cfg
         adv_of, with_signal = grpo_advantages(groups, cfg.scale_std, cfg.eps, cfg.invalid_penalty)
         steps = step_advantages(groups, adv_of)
+        n_steps = sum(len(t.steps) for g in groups for t in g.trajectories if not t.errored)
+        nonzero = sum(a != 0.0 for _, a in steps)
         metrics = {"train/signal_groups_frac": with_signal / max(1, len(groups)),
-                   "train/pg_steps": len(steps)}
+                   "train/pg_steps": len(steps),
+                   "train/nonzero_adv_steps": nonzero,  # steps whose gradient is not zero
+                   "train/nonzero_adv_frac": nonzero / max(1, n_steps)}
         if cfg.beta > 0 and self.reference is None:
             if self._reference_path is not None:  # resumed: the reference saved with the checkpoint
                 self.reference = load_saved_policy(self._reference_path, getattr(policy, "device", "cpu"))

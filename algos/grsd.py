@@ -176,7 +176,9 @@ class GRSD(Algorithm):
             "grsd/rft_samples": len(samples) - len(fork) * cfg.fork_repeat,
             "grsd/sim_current_mean": _mean([f.sim_current for f in forks]),
             "grsd/sim_next_mean": _mean([f.sim_next for f in forks]),
+            "grsd/fork_share": len(fork) * cfg.fork_repeat / max(1, len(samples)),
             "grsd/same_screen_rate": same_screen_rate(forks),
+            "grsd/next_differs_rate": next_differs_rate(forks),
             "grsd/fork_s": fork_s,
             "train/sft_samples": len(samples),
             "losses/sft": fit.get("loss", float("nan")),
@@ -189,6 +191,20 @@ class GRSD(Algorithm):
         self.pool = TrajectoryBuffer.load(path / "successes.parquet")
         self.examples = ForkExamples.load(path / FORKS_DIR, keep=self.cfg.keep_forks,
                                           thumb_width=self.cfg.thumb_width)
+
+
+def next_differs_rate(forks: list[ForkExample]) -> float:
+    """Share of forks whose teacher action led to another screen than the failed action (SimDroid's
+    `screen_key` of the step after each, where both trajectories go on): the second half of a fork's
+    definition, checked against ground truth. NaN when no fork has keys on both next screens."""
+    hits = []
+    for f in forks:
+        i, j = f.failed_step + 1, f.teacher_step + 1
+        if i < len(f.failed.steps) and j < len(f.teacher.steps):
+            a, b = f.failed.steps[i].screen_key, f.teacher.steps[j].screen_key
+            if a and b:
+                hits.append(a != b)
+    return float(np.mean(hits)) if hits else float("nan")
 
 
 def _mean(xs: list[float]) -> float:

@@ -147,6 +147,8 @@ def train_loop(
             "train/errored": len(trajs) - len(ok),
             "train/invalid_rate": sum(not s.valid for t in ok for s in t.steps)
             / max(1, sum(len(t.steps) for t in ok)),
+            # groups with both a success and a failure: the only ones group-relative methods learn from
+            "train/mixed_groups_frac": sum(g.has_both_outcomes for g in groups) / max(1, len(groups)),
         }
         with PHASES("update"):
             metrics.update(algo.update(policy, groups, r, it_seed))

@@ -58,6 +58,9 @@ class PPOConfig(LoopConfig):
     max_grad_norm: float = 1.0  # global grad-norm clip (0: off)
 
 
+ADV_ZERO = 1e-6  # |GAE advantage| at or below this counts as no signal (the diagnostics' non-zero steps)
+
+
 def ppo_targets(groups: list[Group], values: dict[int, float], gamma: float, lam: float,
                 invalid_penalty: float = 0.0) -> tuple[list[Step], np.ndarray, np.ndarray]:
     """The steps of every non-errored trajectory, in order, with their GAE advantages and returns.
@@ -104,7 +107,10 @@ class PPO(Algorithm):
         old_v = as_tensor([values[id(s)] for s in steps], device)
         ret = as_tensor(ret_np, device)
         adv = as_tensor(adv_np, device)
+        nonzero = int((adv.abs() > ADV_ZERO).sum())  # before normalisation (which shifts every step)
         metrics = {"train/pg_steps": len(steps), "charts/adv_abs": float(adv.abs().mean()),
+                   "train/nonzero_adv_steps": nonzero,
+                   "train/nonzero_adv_frac": nonzero / max(1, len(steps)),
                    "charts/return_mean": float(ret.mean()), "charts/value_mean": float(old_v.mean())}
         if cfg.norm_adv and len(steps) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)

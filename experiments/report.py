@@ -273,7 +273,117 @@ def hardest(
     return sorted(solved, key=key)[:n], len(tasks) - len(solved)
 
 
-def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statistics | None = None) -> str:
+# What each algorithm learned from: per-iteration training metrics (metrics.jsonl), (key, label, percent)
+DIAGNOSTICS = (
+    ("train/success_rate", "rollout success", True),
+    ("train/mixed_groups_frac", "groups with both outcomes", True),
+    ("train/nonzero_adv_steps", "steps with a non-zero advantage", False),
+    ("train/nonzero_adv_frac", "... share of the iteration's steps", True),
+    ("grsd/forks", "forks found", False),
+    ("grsd/fork_share", "fork samples' share of the fine-tuning set", True),
+    ("grsd/same_screen_rate", "forks on truly the same screen (SimDroid screen_key)", True),
+    ("grsd/next_differs_rate", "forks whose teacher action led to another screen", True),
+    ("train/sft_samples", "fine-tuning samples", False),
+)
+# horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)
+HORIZONS = (("short (complexity <= 1.2, <= 12 steps)", 1.2), ("medium (1.4-2.4, 14-24 steps)", 2.4),
+            ("long (>= 2.8, >= 28 steps)", float("inf")))
+
+
+Diagnostics = dict[str, dict[str, tuple[float, float, float]]]  # algorithm -> key -> (mean, first, last)
+
+
+def diagnostics(rows: list[dict[str, Any]], algos: list[str]) -> Diagnostics:
+    """Per algorithm, per DIAGNOSTICS key it logged: (mean over its training iterations and seeds, mean of
+    each seed's first iteration, mean of each seed's last), NaNs (e.g. no fork in an iteration) left out."""
+    out: Diagnostics = {}
+    for algo in algos:
+        runs: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r.get("algo") == algo and r.get("iteration", 0) > 0:
+                runs.setdefault(r.get("seed", 0), []).append(r)
+        got: dict[str, tuple[float, float, float]] = {}
+        for key, _, _ in DIAGNOSTICS:
+            per_run = [[float(r[key]) for r in sorted(rs, key=lambda r: r["iteration"])
+                        if isinstance(r.get(key), int | float) and not np.isnan(r[key])]
+                       for rs in runs.values()]
+            per_run = [v for v in per_run if v]
+            if per_run:
+                got[key] = (float(np.mean([x for v in per_run for x in v])),
+                            float(np.mean([v[0] for v in per_run])), float(np.mean([v[-1] for v in per_run])))
+        if got:
+            out[algo] = got
+    return out
+
+
+def diagnostics_md(diag: Diagnostics) -> list[str]:
+    """table.md's table of what each algorithm learned from (rows: DIAGNOSTICS present in some run)."""
+    names = list(diag)
+    keys = [(k, label, pct) for k, label, pct in DIAGNOSTICS if any(k in d for d in diag.values())]
+    if not keys:
+        return []
+
+    def cell(v: tuple[float, float, float] | None, pct: bool) -> str:
+        if v is None:
+            return "-"
+        f = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:,.0f}")  # noqa: E731
+        return f"{f(v[0])} ({f(v[1])} -> {f(v[2])})"
+
+    return [
+        "",
+        "What each algorithm learned from, per training iteration (metrics.jsonl): the mean over iterations "
+        "and seeds (first iteration -> last, mean over seeds). GRPO learns only from groups with both "
+        "outcomes; GRSD's forks come only from them; fork precision is checked against SimDroid's "
+        "ground-truth screen identity.",
+        "",
+        "| per iteration | " + " | ".join(names) + " |",
+        "| --- | " + " | ".join("---" for _ in names) + " |",
+        *(f"| {label} | " + " | ".join(cell(diag[a].get(k), pct) for a in names) + " |"
+          for k, label, pct in keys),
+    ]
+
+
+def complexity_of(tasks: Sequence[str]) -> dict[str, float]:
+    """AndroidWorld complexity of each task SimDroid knows (its registry carries AndroidWorld's values)."""
+    from voyager_gym.backends.sim.tasks import TASKS
+
+    return {t: float(TASKS[t].complexity) for t in tasks if t in TASKS}
+
+
+def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
+    """table.md's split of the final per-task success by horizon (HORIZONS): per group the RFT start and
+    each algorithm's mean over the group's tasks with its 95% stratified bootstrap interval."""
+    if not st.matrices:
+        return []
+    comp = complexity_of(st.tasks)
+    start = (start_row or {}).get("per_task", {})
+    lines = [
+        "",
+        "Final Pass@1 by horizon (AndroidWorld complexity; its step budget is 10 x complexity): the mean "
+        "over the group's tasks with its 95% stratified bootstrap interval; the paper's claim is about long "
+        "tasks.",
+        "",
+        "| horizon | tasks | RFT checkpoint | " + " | ".join(st.matrices) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in st.matrices) + " |",
+    ]
+    low = -float("inf")
+    for name, high in HORIZONS:
+        cols = [i for i, t in enumerate(st.tasks) if t in comp and low < comp[t] <= high]
+        low = high
+        if not cols:
+            continue
+        group = [st.tasks[i] for i in cols]
+        s0 = [start[t] for t in group if t in start]
+        means = stats.aggregates({a: m[:, cols] for a, m in st.matrices.items()})
+        lines.append(f"| {name} | {len(cols)} | {f'{np.mean(s0):.3f}' if s0 else '-'} | "
+                     + " | ".join(str(means[a]["mean"]) for a in st.matrices) + " |")
+    if unknown := [t for t in st.tasks if t not in comp]:
+        lines.append(f"\n{len(unknown)} tasks of unknown complexity left out of this split")
+    return lines
+
+
+def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statistics | None = None,
+             diag: Diagnostics | None = None) -> str:
     """table.md: the RFT start, per algorithm the final Pass@1 (mean and IQM with 95% stratified bootstrap
     intervals, per seed), env steps and steps to RFT + 5 points, then `statistics_md`'s lines (`st`: the
     statistics, computed here without an MDD when not given) and the ten hardest tasks' table."""
@@ -298,6 +408,8 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statist
             mean, iqm = (f"{np.mean(s['final']):.3f} (own tasks)" if s["final"] else "-"), "-"
         lines.append(f"| {label} | {mean} | {iqm} | {seeds} | {steps} | {reach} |")
     lines += statistics_md(st)
+    lines += horizon_md(st, start_row)
+    lines += diagnostics_md(diag or {})
     hard, never = hardest(start_row.get("per_task") if start_row else None, summ)
     if hard:
         lines += [
@@ -415,7 +527,7 @@ def write_outputs(
     (out / "profiles.png").unlink(missing_ok=True)  # none from an earlier report when there is none now
     if st.profiles:
         plot_profiles(st.profiles, out / "profiles.png")
-    md = table_md(summ, start_row, st)
+    md = table_md(summ, start_row, st, diagnostics(rows, algos))
     (out / "table.md").write_text(md)
     (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))
     return summ

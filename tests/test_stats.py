@@ -240,3 +240,40 @@ def test_curve_bands_are_bootstrap_intervals_of_the_seeds_mean():
     x, mean, low, high = aligned({0: [(0, 0.2), (10, 0.4)], 1: [(0, 0.4), (12, 0.6)], 2: [(0, 0.3)]})
     assert x.tolist() == [0.0] and mean == pytest.approx([0.3])  # up to the shortest seed
     assert 0.2 - 1e-9 <= low[0] < 0.3 < high[0] <= 0.4 + 1e-9  # within the seeds' range
+
+
+def test_report_splits_by_horizon_and_shows_what_each_algorithm_learned_from():
+    from experiments import report
+
+    tasks = ["SimpleCalendarEventsOnDate", "SimpleCalendarLocationOfEvent", "BrowserMaze",
+             "ExpenseAddMultiple"]
+    rows = []
+    for algo, table in (("grsd", A), ("grpo", B)):
+        for seed, final in enumerate(table):
+            rows.append({"algo": algo, "seed": seed, "iteration": 0, "env_steps": 0, "pass_at_1": 0.25,
+                         "per_task": dict.fromkeys(tasks, 0.25)})
+            for it in (1, 2):  # training metrics of iterations 1 and 2; the last one evaluates
+                r = {"algo": algo, "seed": seed, "iteration": it, "env_steps": 100 * it,
+                     "train/mixed_groups_frac": 0.1 * it + 0.1 * seed}
+                if algo == "grsd":
+                    r.update({"grsd/forks": 10 * it,
+                              "grsd/next_differs_rate": float("nan") if it == 1 else 1.0})
+                else:
+                    r["train/nonzero_adv_steps"] = 100 + seed
+                if it == 2:
+                    r.update(pass_at_1=float(np.mean(final)), per_task=dict(zip(tasks, final, strict=True)))
+                rows.append(r)
+    summ = report.summary(rows, ["grsd", "grpo"], 0.25)
+    st = report.statistics(summ, episodes_per_task=4)
+    start = {"pass_at_1": 0.25, "per_task": dict(zip(tasks, [0.5, 0.0, 0.25, 0.0], strict=True))}
+    md = report.table_md(summ, start, st, report.diagnostics(rows, ["grsd", "grpo"]))
+    # horizons: two short tasks (complexity 1.0), one medium (2.0), one long (6): each group's columns
+    short = stats.aggregates({a: np.asarray(m)[:, :2] for a, m in (("grsd", A), ("grpo", B))})
+    assert f"| short (complexity <= 1.2, <= 12 steps) | 2 | 0.250 | {short['grsd']['mean']} | " in md
+    long_grsd = stats.aggregates({"grsd": np.asarray(A)[:, 3:]})["grsd"]["mean"]
+    assert f"| long (>= 2.8, >= 28 steps) | 1 | 0.000 | {long_grsd} | " in md
+    # diagnostics: mean over seeds and iterations (first -> last); NaNs left out; "-" where not logged
+    assert "| groups with both outcomes | 25% (20% -> 30%) | 20% (15% -> 25%) |" in md  # 3 and 2 seeds
+    assert "| forks found | 15 (10 -> 20) | - |" in md
+    assert "| steps with a non-zero advantage | - | 100 (100 -> 100) |" in md  # seeds 100, 101: 100.5 rounds
+    assert "| forks whose teacher action led to another screen | 100% (100% -> 100%) | - |" in md

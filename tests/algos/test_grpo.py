@@ -160,6 +160,7 @@ def test_grpo_update_raises_the_positively_advantaged_response(wifi_screens):
     after = pol.log_probs([x, x], [GOOD, BAD]).detach()
     assert after[0] > before[0] + 0.1 and after[1] < before[1] - 0.1
     assert m["train/pg_steps"] == 4 and m["train/signal_groups_frac"] == 1.0
+    assert m["train/nonzero_adv_steps"] == 4 and m["train/nonzero_adv_frac"] == 1.0
     assert m["charts/adv_abs"] == pytest.approx(1.0, abs=1e-3) and m["losses/kl_ref"] > 0
     assert 0.0 <= m["charts/clip_frac"] <= 1.0 and m["charts/approx_kl"] > 0
 
@@ -171,6 +172,7 @@ def test_groups_without_signal_leave_the_policy_unchanged(wifi_screens):
     w0 = [p.detach().clone() for p in pol.trainable_parameters()]
     m = GRPO(GRPOConfig(lr=1e-2)).update(pol, [g], iteration=1, seed=0)
     assert m["train/pg_steps"] == 0 and m["train/signal_groups_frac"] == 0.0
+    assert m["train/nonzero_adv_steps"] == 0 and m["train/nonzero_adv_frac"] == 0.0
     assert all(torch.equal(a, b) for a, b in zip(w0, pol.trainable_parameters(), strict=True))
 
 
@@ -232,6 +234,7 @@ def test_grpo_trains_end_to_end_and_resumes_exactly(tmp_path):
     assert all(0.0 <= r["pass_at_1"] <= 1.0 for r in full)
     for r in full[1:]:
         assert r["algo"] == "grpo" and r["env_steps"] > 0 and "train/signal_groups_frac" in r
+        assert 0.0 <= r["train/mixed_groups_frac"] <= 1.0
     assert sum(r["train/pg_steps"] for r in full[1:]) > 0  # some groups had signal: the update really ran
     assert (tmp_path / "full" / "checkpoints" / "it_2" / "reference" / "model.safetensors").exists()
     # the same run in two pieces (stop after iteration 1, then continue) gives the same numbers

@@ -106,6 +106,8 @@ def test_ppo_update_raises_the_good_response_and_fits_the_value(wifi_screens):
     assert after[0] > before[0] + 0.1 and after[1] < before[1] - 0.1
     assert abs(v1 - 0.5) < abs(v0 - 0.5) - 0.05  # the mean return on this screen is 0.5
     assert m["train/pg_steps"] == 4 and m["charts/return_mean"] == pytest.approx(0.5)
+    # the fresh value head says 0, so the two failures (return 0) carry no advantage: only the successes
+    assert v0 == 0.0 and m["train/nonzero_adv_steps"] == 2 and m["train/nonzero_adv_frac"] == 0.5
     assert m["losses/value"] > 0 and m["losses/entropy"] > 0 and 0 <= m["charts/clip_frac"] <= 1
 
 

@@ -199,12 +199,12 @@ class AlgosPart:
                     _at_least(f"{name}.{key}", getattr(section, key), 1)
             for key in ("max_samples_per_task", "max_forks_per_group", "keep_forks", "thumb_width", "balance",
                         "clip_low", "clip_high", "beta", "eps", "max_grad_norm", "vf_coef", "vf_clip",
-                        "ent_coef"):
+                        "ent_coef", "rft_ratio"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 0)
             if not section.lr > 0:
                 raise ValueError(f"{name}.lr={section.lr!r}: expected a value > 0")
-            for key in ("gamma", "lam", "rft_ratio"):
+            for key in ("gamma", "lam"):
                 if hasattr(section, key) and not 0.0 <= getattr(section, key) <= 1.0:
                     raise ValueError(f"{name}.{key}={getattr(section, key)!r}: expected a value in [0, 1]")
 

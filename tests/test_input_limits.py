@@ -92,6 +92,7 @@ def test_reset_option_types_are_value_errors_that_name_the_key(env, options, mat
     ("train", "rft.group_size=0", "rft.group_size=0: expected a value >= 1"),
     ("train", "grpo.lr=-1", r"grpo.lr=-1.0: expected a value > 0"),
     ("compare", "ppo.gamma=2", r"ppo.gamma=2.0: expected a value in \[0, 1\]"),
+    ("compare", "grsd.rft_ratio=-1", r"grsd.rft_ratio=-1.0: expected a value >= 0"),
     ("train", "base.lr=0", r"base.lr=0.0: expected a value > 0"),
 ])
 def test_config_values_that_mean_nothing_are_refused(prog, arg, match):
@@ -99,3 +100,9 @@ def test_config_values_that_mean_nothing_are_refused(prog, arg, match):
 
     with pytest.raises(SystemExit, match=match):
         parse([arg], SCHEMAS[prog], prog)
+
+
+def test_a_ratio_of_rft_samples_per_fork_sample_may_exceed_one():
+    from experiments.config import SCHEMAS, parse
+
+    assert parse(["grsd.rft_ratio=4"], SCHEMAS["compare"], "compare").grsd.rft_ratio == 4.0

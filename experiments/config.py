@@ -194,10 +194,10 @@ class AlgosPart:
         for name in ALGORITHMS:
             section = getattr(self, name)
             for key in ("iterations", "instances_per_iter", "group_size", "eval_every", "epochs",
-                        "minibatch_size", "per_group", "fork_repeat"):
+                        "minibatch_size", "fork_repeat"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 1)
-            for key in ("max_samples_per_task", "max_forks_per_group", "keep_forks", "thumb_width", "balance",
+            for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks", "thumb_width", "balance",
                         "clip_low", "clip_high", "beta", "eps", "max_grad_norm", "vf_coef", "vf_clip",
                         "ent_coef", "rft_ratio"):
                 if hasattr(section, key):

@@ -93,6 +93,7 @@ def test_reset_option_types_are_value_errors_that_name_the_key(env, options, mat
     ("train", "grpo.lr=-1", r"grpo.lr=-1.0: expected a value > 0"),
     ("compare", "ppo.gamma=2", r"ppo.gamma=2.0: expected a value in \[0, 1\]"),
     ("compare", "grsd.rft_ratio=-1", r"grsd.rft_ratio=-1.0: expected a value >= 0"),
+    ("compare", "rft.per_group=-1", r"rft.per_group=-1: expected a value >= 0"),
     ("train", "base.lr=0", r"base.lr=0.0: expected a value > 0"),
 ])
 def test_config_values_that_mean_nothing_are_refused(prog, arg, match):
@@ -102,7 +103,9 @@ def test_config_values_that_mean_nothing_are_refused(prog, arg, match):
         parse([arg], SCHEMAS[prog], prog)
 
 
-def test_a_ratio_of_rft_samples_per_fork_sample_may_exceed_one():
+def test_documented_values_outside_the_common_ranges_are_accepted():
     from experiments.config import SCHEMAS, parse
 
-    assert parse(["grsd.rft_ratio=4"], SCHEMAS["compare"], "compare").grsd.rft_ratio == 4.0
+    # RFT samples per fork sample may exceed one; per_group=0 keeps every success of a group
+    cfg = parse(["grsd.rft_ratio=4", "rft.per_group=0"], SCHEMAS["compare"], "compare")
+    assert cfg.grsd.rft_ratio == 4.0 and cfg.rft.per_group == 0

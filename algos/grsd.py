@@ -49,6 +49,8 @@ class GRSDConfig(LoopConfig):
     fork_repeat: int = 1  # each fork sample appears this many times (upweights the corrections)
     max_forks_per_group: int = 0  # cap per group, most similar screens first (0: no cap)
     max_samples_per_task: int = 0  # cap each task's share of the RFT part (see RFTConfig)
+    train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
+    # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
     keep_forks: int = 32  # fork examples kept in each checkpoint for pictures (most recent first)
     thumb_width: int = 160  # width of the screenshots stored with the kept fork examples
 
@@ -164,7 +166,7 @@ class GRSD(Algorithm):
         t0 = time.perf_counter()
         forks = find_forks(groups, cfg.fork_mode, cfg.max_forks_per_group)
         fork_s = time.perf_counter() - t0
-        fork = [f.sample for f in forks]
+        fork = [f.sample for f in forks] if cfg.train_on_forks else []
         rft = success_samples(self.pool.groups, cfg.max_samples_per_task, seed=seed)
         samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed) if samples else {}

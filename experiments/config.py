@@ -197,9 +197,9 @@ class AlgosPart:
                         "minibatch_size", "fork_repeat"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 1)
-            for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks", "thumb_width", "balance",
-                        "clip_low", "clip_high", "beta", "eps", "max_grad_norm", "vf_coef", "vf_clip",
-                        "ent_coef", "rft_ratio"):
+            for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks",
+                        "thumb_width", "balance", "clip_low", "clip_high", "beta", "eps", "max_grad_norm",
+                        "vf_coef", "vf_clip", "ent_coef", "rft_ratio"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 0)
             if not section.lr > 0:

@@ -157,6 +157,12 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
         ok, bad = g.trajectories
         got = [r for x, r in pol.samples if x.pixels is bad.steps[2].frame]
         assert got == [ok.steps[2].response] * 2
+    # the control arm finds and logs the same forks but fine-tunes on the pooled successes only
+    control = GRSD(GRSDConfig(fork_repeat=2, train_on_forks=False))
+    mc = control.update(pol, groups[:2], iteration=1, seed=0)
+    assert mc["grsd/forks"] == 2 and mc["grsd/fork_samples"] == 0 and mc["grsd/fork_share"] == 0.0
+    assert mc["train/sft_samples"] == len(pol.samples) == success_steps
+    assert not any(x.pixels is g.trajectories[1].steps[2].frame for g in groups[:2] for x, _ in pol.samples)
     # the next iteration pools the successes of both (RFT's pool), forks come from the new groups only
     m2 = algo.update(pol, groups[2:], iteration=2, seed=1)
     assert m2["grsd/forks"] == 1

@@ -142,30 +142,47 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 
 
 # Seconds per env step of one (algorithm, seed) pair with the small policy on SimDroid's 77 tasks, two pairs
-# sharing this project's 2-core machine, as measured in the default comparison (2026-12-01): linear and
-# quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the run; fitted to its
-# 32,000- and 41,500-step pairs). START_SECONDS: the base policy and the RFT checkpoint when not cached.
-PAIR_SECONDS = {"grsd": (6.2e-3, 1.23e-7), "grpo": (3.8e-3, 0.0), "ppo": (8.6e-3, 0.0), "rft": (6.0e-3, 0.0)}
+# sharing this project's 2-core machine, as measured with the default settings (2026-12-01; PPO with its 4
+# epochs): linear and quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the run;
+# the shape fitted to its 32,000- and 41,500-step pairs, the scale to the latest default run).
+# START_SECONDS: the base policy and the RFT checkpoint when not cached.
+PAIR_SECONDS = {"grsd": (5.4e-3, 1.07e-7), "grpo": (3.6e-3, 0.0), "ppo": (1.23e-2, 0.0), "rft": (6.0e-3, 0.0)}
 PAIR_OVERHEAD_S = 10.0
-START_SECONDS = 525.0
+START_SECONDS = 300.0
+
+
+def pair_seconds(cfg: CompareConfig, algo: str) -> float | None:
+    """One pair's expected wall time on a 2-core machine like ours, from the measured rates above: its budget
+    plus half an iteration on average (the budget is checked before an iteration starts; ~7.5 env steps an
+    episode). None where those rates say nothing (a subset of the tasks, another policy or backend, Ray
+    actors, sb3-ppo)."""
+    if (list(cfg.tasks) != ["all"] or cfg.policy.name != "small" or cfg.env.backend != "simdroid"
+            or cfg.env.workers > 0 or algo not in PAIR_SECONDS):
+        return None
+    sec = getattr(cfg, algo)
+    steps = cfg.budget + 0.5 * sec.instances_per_iter * sec.group_size * 7.5
+    lin, quad = PAIR_SECONDS[algo]
+    return PAIR_OVERHEAD_S + lin * steps + quad * steps**2
+
+
+def longest_first(cfg: CompareConfig, todo: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The pairs in the order to submit them: longest expected first (so the last to start are short and the
+    workers finish together), ties and unknown durations in their given order."""
+    if any(pair_seconds(cfg, a) is None for a, _ in todo):
+        return list(todo)
+    return sorted(todo, key=lambda p: -pair_seconds(cfg, p[0]))  # sorted() is stable
 
 
 def expected_seconds(cfg: CompareConfig, todo: list[tuple[str, int]], start_cached: bool) -> float | None:
-    """The comparison's expected wall time on a 2-core machine like ours, from the measured rates above: each
-    pair runs its budget plus most of one iteration (the budget is checked before an iteration starts; ~7.5
-    env steps an episode), pairs go to the first free of `workers` in submission order, plus the start
-    checkpoint when it is not cached. None where those rates say nothing (a subset of the tasks, another
-    policy or backend, Ray actors, sb3-ppo)."""
-    if (list(cfg.tasks) != ["all"] or cfg.policy.name != "small" or cfg.env.backend != "simdroid"
-            or cfg.env.workers > 0 or any(a not in PAIR_SECONDS for a, _ in todo)):
+    """The comparison's expected wall time (`pair_seconds` per pair; pairs go to the first free of `workers`
+    in the order given), plus the start checkpoint when it is not cached; None where a pair's is unknown."""
+    secs = [pair_seconds(cfg, a) for a, _ in todo]
+    if any(x is None for x in secs):
         return None
     free = [0.0] * max(1, min(cfg.workers, len(todo)))
-    for a, _ in todo:
-        sec = getattr(cfg, a)
-        steps = cfg.budget + 0.8 * sec.instances_per_iter * sec.group_size * 7.5
-        lin, quad = PAIR_SECONDS[a]
+    for x in secs:
         k = free.index(min(free))
-        free[k] += PAIR_OVERHEAD_S + lin * steps + quad * steps**2
+        free[k] += x
     return max(free) + (0.0 if start_cached else START_SECONDS)
 
 
@@ -221,7 +238,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
     pin_cpu_numerics(cfg.torch_threads)
     t0 = time.perf_counter()
     pairs = [(a, s) for a in names for s in range(cfg.seeds)]
-    todo = [(a, s) for a, s in pairs if pair_status(cfg, a, s, out) != "done"]
+    todo = longest_first(cfg, [(a, s) for a, s in pairs if pair_status(cfg, a, s, out) != "done"])
     need_start = any(a != SB3 for a in names)
     eta = expected_seconds(cfg, todo, start_cached=not need_start or start_is_cached(cfg))
     if eta is not None:

@@ -205,6 +205,11 @@ def statistics(summ: dict[str, Any], episodes_per_task: int | None) -> Statistic
     return st
 
 
+def md_head(*cells: str) -> list[str]:
+    """A markdown table's header row and separator row for these column names."""
+    return ["| " + " | ".join(cells) + " |", "|" + " --- |" * len(cells)]
+
+
 def statistics_md(st: Statistics) -> list[str]:
     """table.md's lines on the statistics below the main table: how the intervals were made, the probability
     of improvement matrix, the minimum detectable difference, what was left out."""
@@ -230,8 +235,7 @@ def statistics_md(st: Statistics) -> list[str]:
             "algorithm scores higher than a seed of the column algorithm (ties count half: the Mann-Whitney "
             "U over m x n), averaged over tasks; 0.5 is no difference. 95% stratified bootstrap intervals.",
             "",
-            "| P(row > column) | " + " | ".join(names) + " |",
-            "| --- | " + " | ".join("---" for _ in names) + " |",
+            *md_head("P(row > column)", *names),
             *(
                 f"| {x} | " + " | ".join("-" if x == y else str(st.improvement[x, y]) for y in names) + " |"
                 for x in names
@@ -293,20 +297,22 @@ HORIZONS = (("short (complexity <= 1.2, <= 12 steps)", 1.2), ("medium (1.4-2.4, 
 Diagnostics = dict[str, dict[str, tuple[float, float, float]]]  # algorithm -> key -> (mean, first, last)
 
 
+def _logged(row: dict[str, Any], key: str) -> bool:
+    return isinstance(row.get(key), int | float) and not np.isnan(row[key])
+
+
 def diagnostics(rows: list[dict[str, Any]], algos: list[str]) -> Diagnostics:
     """Per algorithm, per DIAGNOSTICS key it logged: (mean over its training iterations and seeds, mean of
     each seed's first iteration, mean of each seed's last), NaNs (e.g. no fork in an iteration) left out."""
     out: Diagnostics = {}
     for algo in algos:
         runs: dict[int, list[dict[str, Any]]] = {}
-        for r in rows:
+        for r in sorted(rows, key=lambda r: r.get("iteration", 0)):
             if r.get("algo") == algo and r.get("iteration", 0) > 0:
                 runs.setdefault(r.get("seed", 0), []).append(r)
         got: dict[str, tuple[float, float, float]] = {}
         for key, _, _ in DIAGNOSTICS:
-            per_run = [[float(r[key]) for r in sorted(rs, key=lambda r: r["iteration"])
-                        if isinstance(r.get(key), int | float) and not np.isnan(r[key])]
-                       for rs in runs.values()]
+            per_run = [[float(r[key]) for r in rs if _logged(r, key)] for rs in runs.values()]
             per_run = [v for v in per_run if v]
             if per_run:
                 got[key] = (float(np.mean([x for v in per_run for x in v])),
@@ -336,8 +342,7 @@ def diagnostics_md(diag: Diagnostics) -> list[str]:
         "outcomes; GRSD's forks come only from them; fork precision is checked against SimDroid's "
         "ground-truth screen identity.",
         "",
-        "| per iteration | " + " | ".join(names) + " |",
-        "| --- | " + " | ".join("---" for _ in names) + " |",
+        *md_head("per iteration", *names),
         *(f"| {label} | " + " | ".join(cell(diag[a].get(k), pct) for a in names) + " |"
           for k, label, pct in keys),
     ]
@@ -363,8 +368,7 @@ def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
         "over the group's tasks with its 95% stratified bootstrap interval; the paper's claim is about long "
         "tasks.",
         "",
-        "| horizon | tasks | RFT checkpoint | " + " | ".join(st.matrices) + " |",
-        "| --- | --- | --- | " + " | ".join("---" for _ in st.matrices) + " |",
+        *md_head("horizon", "tasks", "RFT checkpoint", *st.matrices),
     ]
     low = -float("inf")
     for name, high in HORIZONS:
@@ -374,9 +378,10 @@ def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
             continue
         group = [st.tasks[i] for i in cols]
         s0 = [start[t] for t in group if t in start]
-        means = stats.aggregates({a: m[:, cols] for a, m in st.matrices.items()})
+        means = [stats.Estimate(*map(float, stats.Bootstrap().interval(stats.METRICS["mean"], m[:, cols])))
+                 for m in st.matrices.values()]
         lines.append(f"| {name} | {len(cols)} | {f'{np.mean(s0):.3f}' if s0 else '-'} | "
-                     + " | ".join(str(means[a]["mean"]) for a in st.matrices) + " |")
+                     + " | ".join(map(str, means)) + " |")
     if unknown := [t for t in st.tasks if t not in comp]:
         lines.append(f"\n{len(unknown)} tasks of unknown complexity left out of this split")
     return lines
@@ -419,8 +424,7 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statist
             "mean over seeds",
             "",
         ]
-        lines.append("| task | RFT checkpoint | " + " | ".join(summ) + " |")
-        lines.append("| --- | --- | " + " | ".join("---" for _ in summ) + " |")
+        lines += md_head("task", "RFT checkpoint", *summ)
         for t in hard:
             st = (start_row or {}).get("per_task", {}).get(t)
             cells = [f"{s['per_task'].get(t, float('nan')):.2f}" for s in summ.values()]

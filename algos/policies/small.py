@@ -105,6 +105,13 @@ CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at
 FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
 GOAL_CACHE_SIZE = 4096  # encoded goals kept while acting (until the weights change)
 OVERLAP_CACHE_SIZE = 4096  # goal-element overlap rows kept per goal
+# A copied span's boundaries: each goal / label token's shape (its own case and kind, and what touches it on
+# either side), since hashed lower-cased words cannot tell `"talk_edited.m4a"` from `edited.m4a` or a quoted
+# name from the sentence after it.
+QUOTES = "\"'`\u201c\u201d\u2018\u2019"
+N_SIDE, N_KIND = 6, 7  # side: text edge, space, newline, quote, other symbol, letter or digit (glued)
+N_SHAPES = N_SIDE * N_KIND * N_SIDE
+GOAL_CONTEXT = 5  # width of the goal tokens' local-context convolution (2 neighbours each side)
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -120,6 +127,38 @@ def launcher_app_names() -> list[str]:
     from voyager_gym.backends.sim.phone import launcher_app_names as names
 
     return names()
+
+
+def _side(c: str) -> int:
+    if not c:
+        return 0
+    if c == "\n":
+        return 2
+    if c.isspace():
+        return 1
+    if c in QUOTES:
+        return 3
+    return 5 if c.isalnum() else 4
+
+
+def _kind(tok: str) -> int:
+    """lower-case word, Capitalised, ALL CAPS, mixed case, digits, a quote, another symbol."""
+    if tok.isdigit():
+        return 4
+    if not tok[0].isalpha():
+        return 5 if tok in QUOTES else 6
+    if tok.islower():
+        return 0
+    if tok[0].isupper() and tok[1:].islower():
+        return 1
+    return 2 if tok.isupper() else 3
+
+
+def token_shape(text: str, start: int, end: int) -> int:
+    """Shape id of the token text[start:end]: (side before, kind, side after), in [0, N_SHAPES)."""
+    before = _side(text[start - 1]) if start else 0
+    after = _side(text[end]) if end < len(text) else 0
+    return (before * N_KIND + _kind(text[start:end])) * N_SIDE + after
 
 
 def bucket(word: str, n: int) -> int:
@@ -138,6 +177,7 @@ class Tokens:
     ids: np.ndarray  # int64 [S]
     starts: list[int]
     ends: list[int]
+    shapes: np.ndarray  # int64 [S]: `token_shape` of each token
 
     def span_text(self, s: int, e: int) -> str:
         return self.text[self.starts[s] : self.ends[e]]
@@ -236,7 +276,8 @@ class Featurizer:
     def _goal(self, text: str) -> GoalFeat:
         t = self.tokens(text, self.max_goal)
         words = {compact(w) for w in re.findall(r"\w+", text)}
-        return GoalFeat(text, t.ids, t.starts, t.ends, frozenset(t.ids.tolist()), text.lower(), compact(text),
+        return GoalFeat(text, t.ids, t.starts, t.ends, t.shapes, frozenset(t.ids.tolist()), text.lower(),
+                        compact(text),
                         frozenset(w for w in words if len(w) >= 3))
 
     def element(self, el: UIElement) -> ElementFeat:
@@ -274,7 +315,8 @@ class Featurizer:
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
         return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64),
-                      [m.start() for m in ms], [m.end() for m in ms])
+                      [m.start() for m in ms], [m.end() for m in ms],
+                      np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64))
 
     def _overlap(self, g: GoalFeat, e: ElementFeat) -> np.ndarray:
         """The element's dense features with the 4 goal-overlap slots filled (cached per goal and element):
@@ -334,6 +376,7 @@ class Batch:
     goal_texts: list[str]  # the batch's U distinct goals (each is encoded once)
     goal_of: torch.Tensor  # [B] which distinct goal each sample has
     goal_mask_u: torch.Tensor  # [U, T] where the distinct goals' tokens are
+    goal_shape_u: torch.Tensor  # [U, T] their tokens' shapes (0 at padding)
     goal_mask: torch.Tensor  # [B, T]
     hist_types: torch.Tensor  # [B, H] (0 = no action)
     el_dense: torch.Tensor  # [B, E, N_DENSE]
@@ -344,6 +387,7 @@ class Batch:
     has_label: torch.Tensor  # [B, E] element has a label (text to copy or list)
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
+    lab_shape: torch.Tensor  # [N] each flat label token's shape
     lab_mask: torch.Tensor  # [B, E, S] where a label token is
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
@@ -365,13 +409,16 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     uniq = [feats[i].goal for i in np.unique(goal_of, return_index=True)[1]]
     n_goal_u = np.array([len(g.ids) for g in uniq], np.int64)
     goal_lens = (np.arange(t_max)[None] < n_goal_u[:, None]).astype(np.int64)
+    goal_shape = np.zeros((len(uniq), t_max), np.int64)
+    for u, g in enumerate(uniq):
+        goal_shape[u, : len(g.shapes)] = g.shapes
     hist_lens = np.zeros((bsz, h), np.int64)
     el_lens = np.zeros((bsz, e_max), np.int64)
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
     has_label = np.zeros((bsz, e_max), bool)
     has_quantity = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
-    lab_ids, lab_b, lab_e = [], [], []  # label tokens of every element that has them, flat
+    lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
     for b, f in enumerate(feats):
         k = n_el[b]
         if k:
@@ -382,6 +429,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                 has_quantity[b, i] = e.quantity is not None
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
+                    lab_shape.append(e.tokens.shapes)
                     lab_b.append(b)
                     lab_e.append(i)
         if f.hist_types:  # right-aligned: the last slot is the newest action
@@ -409,6 +457,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         goal_texts=[g.text for g in uniq],
         goal_of=t(goal_of),
         goal_mask_u=t(goal_lens.astype(bool)),
+        goal_shape_u=t(goal_shape),
         goal_mask=torch.arange(t_max, device=device)[None] < n_goal_t[:, None],
         hist_types=t(hist_types),
         el_dense=t(dense),
@@ -419,6 +468,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         has_label=t(has_label),
         lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
         lab_at=t(lab_at),
+        lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
         has_quantity=t(has_quantity),
         lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
@@ -476,6 +526,11 @@ class PointerNet(nn.Module):
         self.words = nn.EmbeddingBag(vocab_buckets, d, mode="mean")  # shared: goal tokens, elements, history
         nn.init.normal_(self.words.weight, std=1.0)
         self.goal_pos = nn.Embedding(max_goal_tokens, d)
+        self.tok_shape = nn.Embedding(N_SHAPES, d)  # goal and label tokens: case, kind, what touches them
+        # each goal token also reads its neighbours' words and shapes (a span's edges are local: `name: X`)
+        self.goal_context = nn.Conv1d(d, d, GOAL_CONTEXT, padding=GOAL_CONTEXT // 2)
+        nn.init.zeros_(self.goal_context.weight)
+        nn.init.zeros_(self.goal_context.bias)
         self.el_pos = nn.Embedding(max_elements, d)
         self.hist_pos = nn.Embedding(max(1, history), d)
         self.segment = nn.Embedding(4, d)  # cls, goal, history, element
@@ -529,7 +584,7 @@ class PointerNet(nn.Module):
         self.tap_from_element = nn.Linear(d, d)
         self.tap_head = nn.Linear(d, 1 + TAP_GRID[0] * TAP_GRID[1])
         for emb in (self.goal_pos, self.el_pos, self.hist_pos, self.segment, self.hist_type, self.el_type,
-                    self.app_emb, self.text_use, self.tok_pos, self.tok_edge):
+                    self.app_emb, self.text_use, self.tok_pos, self.tok_edge, self.tok_shape):
             nn.init.normal_(emb.weight, std=0.1)  # small next to word vectors, so words dominate at first
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
@@ -581,7 +636,7 @@ class PointerNet(nn.Module):
         are encoded together; without, each goal missing from the cache is encoded alone at its own length
         (so what is cached never depends on which batch first asked for it)."""
         n_goals, t_len, d = words.shape
-        x = words + self.goal_pos.weight[:t_len] + self.segment.weight[1]
+        x = words + self.tok_shape(b.goal_shape_u)
         if torch.is_grad_enabled():
             return self._encode_goals(x, b.goal_mask_u)
         if self._params is None:
@@ -610,7 +665,14 @@ class PointerNet(nn.Module):
 
     def _encode_goals(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[tuple[
             torch.Tensor, torch.Tensor]]]:
-        if x.shape[1]:
+        """Goal states from token vectors `x` [N, T, d] (words + shapes): plus their local context (padding
+        reads as zeros, so a goal encoded alone or padded in a batch gets the same states), position, segment,
+        then the goal blocks."""
+        t_len = x.shape[1]
+        if t_len:
+            x = x * mask[..., None]
+            x = (x + self.goal_context(x.transpose(1, 2)).transpose(1, 2) + self.goal_pos.weight[:t_len]
+                 + self.segment.weight[1])
             attend = torch.zeros(mask.shape, device=x.device).masked_fill(~mask, NEG)[:, None, None, :]
             for blk in self.goal_blocks:
                 x = blk(x, attend)
@@ -842,6 +904,7 @@ class SmallPolicy(Policy):
         edge = (pos == 0).long() + 2 * (pos == b.lab_mask.sum(-1)[row, el] - 1).long()
         # index_select rather than indexing: its backward is an index_add, not a serial accumulating index_put
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, pos) + m.tok_edge.weight.index_select(0, edge)
+               + m.tok_shape.weight.index_select(0, b.lab_shape)
                + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:

@@ -1,8 +1,10 @@
 """SmallPolicy: an element-pooled pointer model that trains in minutes on 2 CPU cores.
 
 Instead of reading a token-level prompt, the policy reads structure: the goal as hashed word tokens (with
-their character offsets), the last few actions, and every UI element as one vector (an EmbeddingBag over its
-words plus flags and its box). The goal's tokens are encoded on their own (one transformer layer), then
+their character offsets and shapes: case, kind, and what touches each side, so a copied span finds the
+edges of `"talk_edited.m4a"`), the last few actions, and every UI element as one vector (an EmbeddingBag over
+its words plus flags and its box). The goal's tokens, each with a 5-wide convolution over its neighbours, are
+encoded on their own (one transformer layer), then
 `[CLS] + history + elements` go through a small transformer whose every layer also attends to the goal's
 tokens (a memory that does not depend on the screen: encoded once per distinct goal of a batch, and kept
 while acting until the weights change, so an episode's steps and a group's rollouts share it); heads pick

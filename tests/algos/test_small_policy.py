@@ -404,3 +404,53 @@ def test_typed_text_around_the_fields_text_round_trips():
     acts = [Action("input_text", index=0, text=t, clear_text=True) for t in texts]
     assert [d for d, _ in pol.round_trip([x] * 3, acts)] == acts
     assert (pol.log_probs([x] * 3, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
+
+
+def test_token_shapes_mark_what_touches_each_token():
+    from algos.policies.small import N_KIND, N_SHAPES, N_SIDE, token_shape
+
+    goal = 'Rename "talk_edited.m4a" to Ibrahim. Call 959-236-2033\nnow'
+    g = SmallPolicy(seed=0).featurizer.goal(goal)
+    shape = {goal[s:e]: int(k) for s, e, k in zip(g.starts, g.ends, g.shapes, strict=True)}
+    side_before = {w: k // (N_KIND * N_SIDE) for w, k in shape.items()}
+    kind = {w: k // N_SIDE % N_KIND for w, k in shape.items()}
+    side_after = {w: k % N_SIDE for w, k in shape.items()}
+    # sides: 0 text edge, 1 space, 2 newline, 3 quote, 4 another symbol, 5 a letter or digit (glued)
+    assert side_before["Rename"] == 0 and side_before["talk"] == 3 and side_before["edited"] == 4
+    assert side_after["a"] == 3 and side_after["Ibrahim"] == 4 and side_after["2033"] == 2
+    assert side_before["to"] == 1 and side_after["4"] == 5  # a space; glued to a letter
+    # kinds: 0 lower, 1 Capitalised, 2 ALL CAPS, 3 mixed, 4 digits, 5 a quote, 6 another symbol
+    assert kind["Rename"] == 1 and kind["talk"] == 0 and kind["959"] == 4
+    assert kind['"'] == 5 and kind["-"] == 6
+    assert kind["Ibrahim"] == 1 and token_shape("ABC x", 0, 3) // N_SIDE % N_KIND == 2
+    assert all(0 <= int(k) < N_SHAPES for k in g.shapes)
+
+
+def test_copied_span_edges_transfer_to_words_never_seen():
+    """Quoted names of 1-4 random words inside goals of random words: after cloning, the policy types exactly
+    the quoted name for goals whose words it never saw (the edges come from shapes and local context, not from
+    the hashed words)."""
+    import random
+
+    rng = random.Random(0)
+    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
+
+    def word() -> str:
+        return "".join(rng.choice(syll) for _ in range(rng.randint(2, 3)))
+
+    field = UIElement(text="", hint_text="Name", class_name="android.widget.EditText", is_editable=True,
+                      bbox_pixels=BoundingBox(0, 1080, 300, 420))
+
+    def example() -> tuple[PolicyInput, str]:
+        name = " ".join(word().capitalize() for _ in range(rng.randint(1, 4)))
+        before = " ".join(word() for _ in range(rng.randint(1, 5)))
+        after = " ".join(word() for _ in range(rng.randint(1, 5)))
+        x = PolicyInput(goal=f'{before.capitalize()} "{name}" {after}.', elements=[field])
+        return x, render_response(Action("input_text", index=0, text=name, clear_text=True))
+
+    train, held_out = [example() for _ in range(300)], [example() for _ in range(60)]
+    pol = SmallPolicy(seed=0)
+    pol.fit_sft(train, epochs=6, lr=2e-3, seed=0)
+    outs = pol.act([x for x, _ in held_out], greedy=True)
+    exact = sum(o.action.text == parse_action(r).text for o, (_, r) in zip(outs, held_out, strict=True))
+    assert exact / len(held_out) >= 0.9, f"{exact}/{len(held_out)} held-out names typed exactly"

@@ -101,7 +101,7 @@ def measure(label: str | None) -> str | None:
 TEXT_FORMATS = ("copy", "pad2", "above", "below", "above_blank")
 TAP_TYPES = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS)  # element actions that may land off the element's centre
 TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text is for (an embedding each)
-N_DENSE = 18  # element dense features, see Featurizer._element
+N_DENSE = 20  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
 CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
 FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
@@ -161,6 +161,15 @@ def token_shape(text: str, start: int, end: int) -> int:
     before = _side(text[start - 1]) if start else 0
     after = _side(text[end]) if end < len(text) else 0
     return (before * N_KIND + _kind(text[start:end])) * N_SIDE + after
+
+
+def _contains_run(hay: np.ndarray, needle: np.ndarray) -> bool:
+    """`needle` occurs as a contiguous run of `hay` (token ids)."""
+    n = len(needle)
+    if not n or n > len(hay):
+        return False
+    hits = np.flatnonzero(hay[: len(hay) - n + 1] == needle[0])
+    return any(np.array_equal(hay[i : i + n], needle) for i in hits)
 
 
 def bucket(word: str, n: int) -> int:
@@ -307,8 +316,10 @@ class Featurizer:
         if box is not None:
             dense[8:12] = [box[0] / SCREEN_W, box[1] / SCREEN_W, box[2] / SCREEN_H, box[3] / SCREEN_H]
         dense[12:14] = [bool(el.text), bool(el.content_description)]
-        # dense[14:18], filled per sample: share of the element's words in the goal; label occurs in the goal;
-        # the same compared letters-and-digits only; a 3+ letter goal word occurs in the label
+        # dense[14:19], filled per goal (`_overlap`): share of the element's words in the goal; label occurs
+        # in the goal; the same compared letters-and-digits only; a 3+ letter goal word occurs in the label;
+        # the label's tokens are a run of the goal's tokens. dense[19], per screen: another element has its
+        # label
         label = el.text or el.content_description or None
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
                            compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
@@ -321,9 +332,10 @@ class Featurizer:
                       np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64))
 
     def _overlap(self, g: GoalFeat, e: ElementFeat) -> np.ndarray:
-        """The element's dense features with the 4 goal-overlap slots filled (cached per goal and element):
+        """The element's dense features with the 5 goal-overlap slots filled (cached per goal and element):
         share of the element's words in the goal; its label occurs in the goal; the same compared letters and
-        digits only; a 3+ letter goal word occurs in the label."""
+        digits only; a 3+ letter goal word occurs in the label; its label's tokens are a run of the goal's
+        (whole tokens: "24" is in "2023-10-24", "2" and "20" are not)."""
         hit = g.overlaps.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
@@ -332,6 +344,7 @@ class Featurizer:
         row[15] = bool(e.label_lower) and e.label_lower in g.lower
         row[16] = len(e.label_compact) >= 3 and e.label_compact in g.compact
         row[17] = bool(e.label_compact) and any(w in e.label_compact for w in g.long_words)
+        row[18] = e.tokens is not None and _contains_run(g.ids, e.tokens.ids)
         if len(g.overlaps) >= OVERLAP_CACHE_SIZE:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
@@ -354,6 +367,12 @@ class Featurizer:
         els = [self.element(e if isinstance(e, UIElement) else UIElement.from_dict(e))
                for e in list(x.elements)[: self.max_el]]
         dense = np.array([self._overlap(g, e) for e in els], np.float32).reshape(len(els), N_DENSE)
+        seen: dict[str, int] = {}
+        for e in els:
+            if e.label_lower:
+                seen[e.label_lower] = seen.get(e.label_lower, 0) + 1
+        for i, e in enumerate(els):  # another element of this screen has its label (duplicates, swatches)
+            dense[i, 19] = seen.get(e.label_lower, 0) > 1
         hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),

@@ -454,3 +454,14 @@ def test_copied_span_edges_transfer_to_words_never_seen():
     outs = pol.act([x for x, _ in held_out], greedy=True)
     exact = sum(o.action.text == parse_action(r).text for o, (_, r) in zip(outs, held_out, strict=True))
     assert exact / len(held_out) >= 0.9, f"{exact}/{len(held_out)} held-out names typed exactly"
+
+
+def test_whole_token_goal_match_and_same_label_features():
+    """dense[18]: the element's label is a run of whole goal tokens ("24" in "2023-10-24", not "2" or "20");
+    dense[19]: another element of the same screen shows the same label (duplicate rows, colour swatches)."""
+    pol = SmallPolicy(seed=0)
+    labels = ["2", "20", "24", "Oct 24", "Dress", "Dress", "Rent", "10"]
+    els = [UIElement(text=t, class_name="android.widget.TextView") for t in labels]
+    (f,) = pol.featurize([PolicyInput(goal="Create an event on 2023-10-24 named Rent", elements=els)])
+    assert f.dense[:, 18].tolist() == [0, 0, 1, 0, 0, 0, 1, 1]
+    assert f.dense[:, 19].tolist() == [0, 0, 0, 0, 1, 1, 0, 0]

@@ -181,6 +181,7 @@ class GRSD(Algorithm):
             "grsd/fork_share": len(fork) * cfg.fork_repeat / max(1, len(samples)),
             "grsd/same_screen_rate": same_screen_rate(forks),
             "grsd/next_differs_rate": next_differs_rate(forks),
+            "grsd/same_history_rate": same_history_rate(forks),
             "grsd/fork_s": fork_s,
             "train/sft_samples": len(samples),
             "losses/sft": fit.get("loss", float("nan")),
@@ -206,6 +207,15 @@ def next_differs_rate(forks: list[ForkExample]) -> float:
             a, b = f.failed.steps[i].screen_key, f.teacher.steps[j].screen_key
             if a and b:
                 hits.append(a != b)
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+def same_history_rate(forks: list[ForkExample]) -> float:
+    """Share of forks whose failed step had the same history (previous actions) as its teacher step: the
+    failed trajectory left the teacher's path right there, so its fork sample repeats the teacher's own step
+    (an RFT sample) up to screen noise, and what it adds is weight on that decision. The other forks bring a
+    context RFT never trains on (a screen reached by another route). NaN without forks."""
+    hits = [f.failed.steps[f.failed_step].history == f.teacher.steps[f.teacher_step].history for f in forks]
     return float(np.mean(hits)) if hits else float("nan")
 
 

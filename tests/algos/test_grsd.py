@@ -152,6 +152,7 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
     assert m["train/sft_samples"] == len(pol.samples) == 4 + success_steps
     assert m["grsd/same_screen_rate"] == 1.0 and m["grsd/sim_current_mean"] == pytest.approx(1.0)
     assert m["grsd/next_differs_rate"] == 1.0  # the failed rollout went home, the teacher stayed in the app
+    assert m["grsd/same_history_rate"] == 1.0  # it left at step 2 after the expert's own two actions
     assert m["grsd/fork_share"] == pytest.approx(4 / (4 + success_steps))
     for g in groups[:2]:  # the failed step's input (its own frame object), twice, with the teacher's response
         ok, bad = g.trajectories

@@ -182,6 +182,7 @@ class GRSD(Algorithm):
             "grsd/same_screen_rate": same_screen_rate(forks),
             "grsd/next_differs_rate": next_differs_rate(forks),
             "grsd/same_history_rate": same_history_rate(forks),
+            "grsd/later_fork_rate": later_fork_rate(forks),
             "grsd/fork_s": fork_s,
             "train/sft_samples": len(samples),
             "losses/sft": fit.get("loss", float("nan")),
@@ -216,6 +217,18 @@ def same_history_rate(forks: list[ForkExample]) -> float:
     (an RFT sample) up to screen noise, and what it adds is weight on that decision. The other forks bring a
     context RFT never trains on (a screen reached by another route). NaN without forks."""
     hits = [f.failed.steps[f.failed_step].history == f.teacher.steps[f.teacher_step].history for f in forks]
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+def later_fork_rate(forks: list[ForkExample]) -> float:
+    """Share of forks that come after an earlier fork of the same failed trajectory: corrections made once
+    that trajectory had already left the teacher's path (its state may differ in ways the screen does not
+    show, such as an answer already given). NaN without forks."""
+    first: dict[tuple[str, str], int] = {}
+    for f in forks:
+        k = (f.group.group_id, f.failed.traj_id)
+        first[k] = min(first.get(k, f.failed_step), f.failed_step)
+    hits = [f.failed_step > first[(f.group.group_id, f.failed.traj_id)] for f in forks]
     return float(np.mean(hits)) if hits else float("nan")
 
 

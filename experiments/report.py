@@ -288,6 +288,7 @@ DIAGNOSTICS = (
     ("grsd/same_screen_rate", "forks on truly the same screen (SimDroid screen_key)", True),
     ("grsd/next_differs_rate", "forks whose teacher action led to another screen", True),
     ("grsd/same_history_rate", "forks with the teacher's own history (the sample repeats an RFT step)", True),
+    ("grsd/later_fork_rate", "forks after an earlier fork of the same failed rollout", True),
     ("train/sft_samples", "fine-tuning samples", False),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)

@@ -153,6 +153,7 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
     assert m["grsd/same_screen_rate"] == 1.0 and m["grsd/sim_current_mean"] == pytest.approx(1.0)
     assert m["grsd/next_differs_rate"] == 1.0  # the failed rollout went home, the teacher stayed in the app
     assert m["grsd/same_history_rate"] == 1.0  # it left at step 2 after the expert's own two actions
+    assert m["grsd/later_fork_rate"] == 0.0  # one fork per failed rollout
     assert m["grsd/fork_share"] == pytest.approx(4 / (4 + success_steps))
     for g in groups[:2]:  # the failed step's input (its own frame object), twice, with the teacher's response
         ok, bad = g.trajectories
@@ -300,3 +301,17 @@ def test_one_grsd_update_and_iteration_with_the_tiny_vlm(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "hf" / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [0, 1] and "grsd/forks" in rows[1]
     assert (tmp_path / "hf" / "checkpoints" / "it_1" / "forks" / "forks.json").exists()
+
+
+def test_later_fork_rate_counts_forks_after_a_rollouts_first_one():
+    from types import SimpleNamespace as NS
+
+    from algos.grsd import later_fork_rate
+
+    def fork(group, traj, step):
+        return NS(group=NS(group_id=group), failed=NS(traj_id=traj), failed_step=step)
+
+    forks = [fork("g0", "r1", 2), fork("g0", "r1", 5), fork("g0", "r2", 1), fork("g1", "r1", 4),
+             fork("g0", "r1", 7)]
+    assert later_fork_rate(forks) == pytest.approx(2 / 5)  # r1 of g0 forks at 2, then again at 5 and 7
+    assert math.isnan(later_fork_rate([]))

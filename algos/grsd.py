@@ -49,6 +49,8 @@ class GRSDConfig(LoopConfig):
     fork_repeat: int = 1  # each fork sample appears this many times (upweights the corrections)
     max_forks_per_group: int = 0  # cap per group, most similar screens first (0: no cap)
     max_samples_per_task: int = 0  # cap each task's share of the RFT part (see RFTConfig)
+    per_group: int = 0  # RFT part: keep only the shortest k successes of each group (0: all; RFT's own
+    # recipe keeps 2, see RFTConfig.per_group)
     train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
     # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
     keep_forks: int = 32  # fork examples kept in each checkpoint for pictures (most recent first)
@@ -162,7 +164,7 @@ class GRSD(Algorithm):
         cfg = self.cfg
         if not cfg.accumulate:
             self.pool = TrajectoryBuffer()
-        self.pool.extend(successful_groups(groups, keep_pixels=policy.uses_pixels))
+        self.pool.extend(successful_groups(groups, cfg.per_group, keep_pixels=policy.uses_pixels))
         t0 = time.perf_counter()
         forks = find_forks(groups, cfg.fork_mode, cfg.max_forks_per_group)
         fork_s = time.perf_counter() - t0

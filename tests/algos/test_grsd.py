@@ -315,3 +315,18 @@ def test_later_fork_rate_counts_forks_after_a_rollouts_first_one():
              fork("g0", "r1", 7)]
     assert later_fork_rate(forks) == pytest.approx(2 / 5)  # r1 of g0 forks at 2, then again at 5 and 7
     assert math.isnan(later_fork_rate([]))
+
+
+def test_per_group_pools_only_the_shortest_successes(groups):
+    """`per_group=k` builds GRSD's RFT part as RFT builds its own: the k shortest successes of each group."""
+    import dataclasses
+
+    g = groups[0]
+    ok, bad = g.trajectories
+    tid = ok.traj_id + "-long"
+    steps = [dataclasses.replace(s, traj_id=tid, t=i) for i, s in enumerate([*ok.steps[:-1], *ok.steps[-2:]])]
+    longer = dataclasses.replace(ok, traj_id=tid, steps=steps)
+    g2 = dataclasses.replace(g, trajectories=[longer, ok, bad])
+    for k, expected in ((1, len(ok.steps)), (0, 2 * len(ok.steps) + 1)):
+        m = GRSD(GRSDConfig(per_group=k)).update(RecordingPolicy(), [g2], iteration=1, seed=0)
+        assert m["grsd/rft_samples"] == expected, k

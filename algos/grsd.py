@@ -70,9 +70,14 @@ class ForkExample:
     sim_next: float  # NaN when either step is the last of its trajectory
 
     @property
+    def steps(self) -> tuple[Step, Step]:
+        """The fork's failed step and its teacher step."""
+        return self.failed.steps[self.failed_step], self.teacher.steps[self.teacher_step]
+
+    @property
     def sample(self) -> tuple[PolicyInput, str]:
         """The SFT sample: the failed step's input (own history and screen), the teacher step's response."""
-        failed, teacher = self.failed.steps[self.failed_step], self.teacher.steps[self.teacher_step]
+        failed, teacher = self.steps
         return failed.policy_input(), teacher.response
 
 
@@ -210,7 +215,7 @@ def next_differs_rate(forks: list[ForkExample]) -> float:
             a, b = f.failed.steps[i].screen_key, f.teacher.steps[j].screen_key
             if a and b:
                 hits.append(a != b)
-    return float(np.mean(hits)) if hits else float("nan")
+    return _rate(hits)
 
 
 def same_history_rate(forks: list[ForkExample]) -> float:
@@ -218,19 +223,22 @@ def same_history_rate(forks: list[ForkExample]) -> float:
     failed trajectory left the teacher's path right there, so its fork sample repeats the teacher's own step
     (an RFT sample) up to screen noise, and what it adds is weight on that decision. The other forks bring a
     context RFT never trains on (a screen reached by another route). NaN without forks."""
-    hits = [f.failed.steps[f.failed_step].history == f.teacher.steps[f.teacher_step].history for f in forks]
-    return float(np.mean(hits)) if hits else float("nan")
+    return _rate([failed.history == teacher.history for failed, teacher in (f.steps for f in forks)])
 
 
 def later_fork_rate(forks: list[ForkExample]) -> float:
     """Share of forks that come after an earlier fork of the same failed trajectory: corrections made once
     that trajectory had already left the teacher's path (its state may differ in ways the screen does not
     show, such as an answer already given). NaN without forks."""
+    keys = [(f.group.group_id, f.failed.traj_id) for f in forks]
     first: dict[tuple[str, str], int] = {}
-    for f in forks:
-        k = (f.group.group_id, f.failed.traj_id)
+    for k, f in zip(keys, forks, strict=True):
         first[k] = min(first.get(k, f.failed_step), f.failed_step)
-    hits = [f.failed_step > first[(f.group.group_id, f.failed.traj_id)] for f in forks]
+    return _rate([f.failed_step > first[k] for k, f in zip(keys, forks, strict=True)])
+
+
+def _rate(hits: list[bool]) -> float:
+    """Share of True in `hits`; NaN when there are none."""
     return float(np.mean(hits)) if hits else float("nan")
 
 
@@ -242,10 +250,8 @@ def _mean(xs: list[float]) -> float:
 def same_screen_rate(forks: list[ForkExample]) -> float:
     """Share of forks whose two steps were on the same logical screen (SimDroid's ground-truth `screen_key`):
     the precision of the screenshot matching. NaN when no fork has keys on both sides."""
-    hits = [f.failed.steps[f.failed_step].screen_key == f.teacher.steps[f.teacher_step].screen_key
-            for f in forks
-            if f.failed.steps[f.failed_step].screen_key and f.teacher.steps[f.teacher_step].screen_key]
-    return float(np.mean(hits)) if hits else float("nan")
+    return _rate([failed.screen_key == teacher.screen_key for failed, teacher in (f.steps for f in forks)
+                  if failed.screen_key and teacher.screen_key])
 
 
 # -- kept fork examples (for pictures) -----------------------------------------------------------------------

@@ -330,3 +330,16 @@ def test_per_group_pools_only_the_shortest_successes(groups):
     for k, expected in ((1, len(ok.steps)), (0, 2 * len(ok.steps) + 1)):
         m = GRSD(GRSDConfig(per_group=k)).update(RecordingPolicy(), [g2], iteration=1, seed=0)
         assert m["grsd/rft_samples"] == expected, k
+
+
+def test_same_history_rate_compares_each_forks_two_histories():
+    from types import SimpleNamespace as NS
+
+    from algos.grsd import same_history_rate
+
+    def fork(failed_hist, teacher_hist):
+        return NS(steps=(NS(history=failed_hist), NS(history=teacher_hist)))
+
+    forks = [fork([], []), fork(["a"], ["a"]), fork(["a", "b"], ["a", "c"]), fork(["x"], [])]
+    assert same_history_rate(forks) == pytest.approx(2 / 4)
+    assert math.isnan(same_history_rate([]))

@@ -43,6 +43,7 @@ import math
 import re
 import time
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -367,12 +368,8 @@ class Featurizer:
         els = [self.element(e if isinstance(e, UIElement) else UIElement.from_dict(e))
                for e in list(x.elements)[: self.max_el]]
         dense = np.array([self._overlap(g, e) for e in els], np.float32).reshape(len(els), N_DENSE)
-        seen: dict[str, int] = {}
-        for e in els:
-            if e.label_lower:
-                seen[e.label_lower] = seen.get(e.label_lower, 0) + 1
-        for i, e in enumerate(els):  # another element of this screen has its label (duplicates, swatches)
-            dense[i, 19] = seen.get(e.label_lower, 0) > 1
+        seen = Counter(e.label_lower for e in els if e.label_lower)  # another element of this screen has
+        dense[:, 19] = [seen[e.label_lower] > 1 for e in els]  # its label (duplicate rows, colour swatches)
         hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),

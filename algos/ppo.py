@@ -13,6 +13,15 @@ clipped surrogate + vf_coef * clipped value loss - ent_coef * entropy, the mean 
 minibatch, `epochs` passes per iteration, global grad-norm clipping. The entropy is each policy's entropy
 along the response's own path (small policy: type head + the heads its type uses; HF policy: the sum of its
 tokens' full-vocabulary entropies), computed only when ent_coef > 0.
+
+Critic warm-up (`critic_warmup`, as verl's option of that name): the first iterations fit only the value head,
+on the policy's frozen features, to each step's return-to-go; the policy does not change. Starting from an
+RFT checkpoint, the value head is new (it says 0 everywhere): without a warm-up, the first updates' advantages
+are the raw returns, normalised over the iteration, so every step of a failed episode of a task the policy
+rarely solves is pushed down as hard as a real mistake, and the policy moves far (approx. KL 0.14-0.22 an
+iteration in the default comparison) while the value head's explained variance climbs only from 0 to 0.4
+over five iterations. One warm-up iteration gives it ~0.8 at once, and the next updates move the policy
+~4x less (KL ~0.04).
 """
 
 from __future__ import annotations
@@ -56,6 +65,9 @@ class PPOConfig(LoopConfig):
     ent_coef: float = 0.0  # entropy bonus weight (0: entropies are not computed)
     invalid_penalty: float = 0.0  # subtracted from the reward of each invalid step
     max_grad_norm: float = 1.0  # global grad-norm clip (0: off)
+    critic_warmup: int = 0  # how many first iterations fit only the value head (the policy does not change)
+    warmup_epochs: int = 30  # passes of a warm-up iteration over its steps (cheap: the trunk is frozen)
+    warmup_lr: float = 1e-3  # Adam learning rate of the warm-up
 
 
 ADV_ZERO = 1e-6  # |GAE advantage| at or below this counts as no signal (the diagnostics' non-zero steps)
@@ -79,6 +91,34 @@ def ppo_targets(groups: list[Group], values: dict[int, float], gamma: float, lam
     return steps, cat(advs), cat(rets)
 
 
+def warm_up_critic(policy: Policy, groups: list[Group], inputs_of: dict[int, object], cfg: PPOConfig,
+                   seed: int) -> dict[str, float]:
+    """A critic warm-up iteration (verl's `critic_warmup`): the value head alone regresses each step's
+    discounted return-to-go on the policy's frozen features (`value_features`), `warmup_epochs` passes; the
+    policy's weights do not move. Fitting returns-to-go rather than GAE targets: the untrained head's values
+    are no baseline to bootstrap from."""
+    zero = {id(s): 0.0 for g in groups for t in g.trajectories for s in t.steps}
+    steps, _, ret_np = ppo_targets(groups, zero, cfg.gamma, 1.0, cfg.invalid_penalty)
+    feats = policy.value_features([inputs_of[id(s)] for s in steps])
+    ret = as_tensor(ret_np, feats.device)
+    params = policy.value_head_parameters()
+    opt = torch.optim.Adam(params, lr=cfg.warmup_lr)
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        before = float(((policy.value_from_features(feats) - ret) ** 2).mean())
+    for _ in range(cfg.warmup_epochs):
+        for idx in minibatches(len(steps), cfg.minibatch_size, rng):
+            it = torch.as_tensor(idx, device=feats.device)
+            loss = ((policy.value_from_features(feats[it]) - ret[it]) ** 2).mean()
+            optimizer_step(opt, loss, cfg.max_grad_norm)
+    with torch.no_grad():
+        v = policy.value_from_features(feats).cpu().numpy()
+    r = ret_np
+    explained = float(1.0 - np.var(r - v) / np.var(r)) if np.var(r) > 0 else math.nan
+    return {"train/pg_steps": 0, "train/critic_warmup_steps": len(steps), "losses/value_before": before,
+            "losses/value": float(np.mean((v - r) ** 2)), "charts/explained_variance": explained}
+
+
 class PPO(Algorithm):
     """Proximal policy optimisation with a value head over multi-turn episodes (see the module docstring)."""
 
@@ -100,6 +140,8 @@ class PPO(Algorithm):
             _, v = score_in_chunks(policy, [inputs_of[id(s)] for s in all_steps],
                                    [s.response for s in all_steps], values=True)
             values = {id(s): x for s, x in zip(all_steps, v.tolist(), strict=True)}
+        if iteration <= cfg.critic_warmup:  # iterations count from 1
+            return warm_up_critic(policy, groups, inputs_of, cfg, seed)
         steps, adv_np, ret_np = ppo_targets(groups, values, cfg.gamma, cfg.lam, cfg.invalid_penalty)
         inputs = [inputs_of[id(s)] for s in steps]
         responses = [s.response for s in steps]

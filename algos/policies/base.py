@@ -65,6 +65,19 @@ class Policy(abc.ABC):
         """Value estimates (torch tensor [B]) for policies with a value head."""
         raise NotImplementedError(f"{type(self).__name__} has no value head")
 
+    def value_features(self, batch: list[PolicyInput]) -> Any:
+        """The inputs of the value head's trainable part [B, F], without gradients: what a critic warm-up
+        (PPO's `critic_warmup`) fits the head on while the rest of the policy stays as it is."""
+        raise NotImplementedError(f"{type(self).__name__} has no value head")
+
+    def value_head_parameters(self) -> list[Any]:
+        """The value head's own parameters (a subset of `trainable_parameters`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no value head")
+
+    def value_from_features(self, feats: Any) -> Any:
+        """The value head applied to `value_features` output: values [B] (differentiable in the head)."""
+        raise NotImplementedError(f"{type(self).__name__} has no value head")
+
     def evaluate_actions(self, batch: list[PolicyInput], responses: list[str], values: bool = False,
                          entropy: bool = False) -> ActionEval:
         """Log-probs of `responses` (differentiable), plus value estimates and entropies when asked for.

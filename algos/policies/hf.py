@@ -260,6 +260,21 @@ class HFPolicy(Policy):
                          output_hidden_states=True)
         return self.value_head(out.hidden_states[-1][:, -1].float()).squeeze(-1)
 
+    @torch.no_grad()
+    def value_features(self, batch: list[PolicyInput]) -> torch.Tensor:
+        """The last prompt token's final hidden states [B, hidden] (no gradients)."""
+        if not batch:
+            return torch.zeros(0, self.value_head.in_features, device=self.device)
+        out = self.model(**self.encode_prompts(batch), use_cache=False, logits_to_keep=1,
+                         output_hidden_states=True)
+        return out.hidden_states[-1][:, -1].float()
+
+    def value_head_parameters(self) -> list[torch.nn.Parameter]:
+        return list(self.value_head.parameters())
+
+    def value_from_features(self, feats: torch.Tensor) -> torch.Tensor:
+        return self.value_head(feats).squeeze(-1)
+
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """The model's weights and the value head's."""
         return [*self.model.parameters(), *self.value_head.parameters()]

@@ -1380,6 +1380,25 @@ class SmallPolicy(Policy):
         inv = torch.from_numpy(np.argsort(np.concatenate(order))).to(self.device)
         return torch.cat(parts)[inv]
 
+    @torch.no_grad()
+    def value_features(self, batch: list[PolicyInput]) -> torch.Tensor:
+        """The CLS states [B, d] the value head reads (no gradients)."""
+        if not batch:
+            return torch.zeros(0, self.model.value_head[0].in_features, device=self.device)
+        feats = self.featurize(batch)
+        parts, order = [], []
+        for idx in _size_chunks(feats):
+            parts.append(self.model.encode(collate([feats[i] for i in idx], self.history, self.device))[0])
+            order.append(idx)
+        inv = torch.from_numpy(np.argsort(np.concatenate(order))).to(self.device)
+        return torch.cat(parts)[inv]
+
+    def value_head_parameters(self) -> list[nn.Parameter]:
+        return list(self.model.value_head.parameters())
+
+    def value_from_features(self, feats: torch.Tensor) -> torch.Tensor:
+        return self.model.value_head(feats).squeeze(-1)
+
     def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
                 seed: int = 0) -> dict[str, float]:
         """Behaviour cloning: Adam on -mean log_probs, minibatches of 64 (length-bucketed); features are

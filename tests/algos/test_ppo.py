@@ -3,6 +3,7 @@ value head, updates that move policy and value the right way, and training end t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -109,6 +110,36 @@ def test_ppo_update_raises_the_good_response_and_fits_the_value(wifi_screens):
     # the fresh value head says 0, so the two failures (return 0) carry no advantage: only the successes
     assert v0 == 0.0 and m["train/nonzero_adv_steps"] == 2 and m["train/nonzero_adv_frac"] == 0.5
     assert m["losses/value"] > 0 and m["losses/entropy"] > 0 and 0 <= m["charts/clip_frac"] <= 1
+
+
+@pytest.mark.parametrize("kind", ["small", "hf"])
+def test_critic_warmup_fits_only_the_value_head(wifi_screens, kind):
+    if kind == "small":
+        pol = SmallPolicy(seed=0)
+    else:
+        from algos.policies.hf import HFPolicy
+        from algos.policies.tiny import build_tiny_causal_lm, build_tiny_tokenizer
+
+        tok = build_tiny_tokenizer()
+        pol = HFPolicy(build_tiny_causal_lm(tok, seed=0), tok, max_new_tokens=8)
+    xs = list(wifi_screens)
+    group = contrast_group(pol, xs[0])  # two successes and two failures on one screen: return-to-go 0.5
+    head = {id(p) for p in pol.value_head_parameters()}
+    trunk = [p.detach().clone() for p in pol.trainable_parameters() if id(p) not in head]
+    lp = pol.log_probs([xs[0], xs[0]], [GOOD, BAD]).detach()
+    cfg = PPOConfig(critic_warmup=1, warmup_epochs=200, minibatch_size=4)
+    m = PPO(cfg).update(pol, [group], 1, 0)
+    # the policy did not move, the value head did: to the mean return on this screen
+    assert all(torch.equal(a, p) for a, p in zip(trunk, [p for p in pol.trainable_parameters()
+                                                          if id(p) not in head], strict=True))
+    assert torch.equal(pol.log_probs([xs[0], xs[0]], [GOOD, BAD]).detach(), lp)
+    assert m["train/pg_steps"] == 0 and m["train/critic_warmup_steps"] == 4
+    assert m["losses/value_before"] == pytest.approx(0.5)  # a fresh head says 0 to returns of 0 and 1
+    assert float(pol.values([xs[0]]).detach()[0]) == pytest.approx(0.5, abs=0.05)
+    assert torch.allclose(pol.value_from_features(pol.value_features(xs)), pol.values(xs).detach(), atol=1e-5)
+    # after the warm-up, the same iteration index is past it: a normal PPO update moves the policy
+    PPO(dataclasses.replace(cfg, lr=1e-3)).update(pol, [group], 2, 0)
+    assert not torch.equal(pol.log_probs([xs[0], xs[0]], [GOOD, BAD]).detach(), lp)
 
 
 def test_hf_value_head_is_consistent_saved_and_created_fresh(wifi_screens, tmp_path):

@@ -253,7 +253,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
     # compared: rft, grsd, grpo, ppo, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
-    budget: int = 28_000  # environment steps per algorithm and seed
+    budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
     sb3_budget: int = 20_000  # sb3-ppo's env steps (it trains on the simple tasks only, see algos/sb3_ppo.py)
     name: str = ""  # comparison name (wandb group); default: the run folder's name
@@ -313,14 +313,14 @@ PRESETS: dict[str, dict[str, list[str]]] = {  # entry point -> preset -> overrid
     "pretrain": {"smoke": SMOKE_BASE},
     "evaluate": {"smoke": [SMOKE_TASKS, "env.num_envs=8", "eval_n_per_task=2", "seeds=1"]},
     "compare": {
-        # all 77 tasks, 3 seeds, 28,000 env steps per pair, ~24 minutes on 2 cores with the small policy once
-        # the RFT checkpoint (~7 minutes) is cached (over the 20-minute goal since the policy got stronger);
-        # one instance per task per iteration (~4,600 env steps), so each pair gets ~6 updates; Pass@1 on
+        # all 77 tasks, 3 seeds, 22,000 env steps per pair (5 iterations, ~24,700 steps), ~18 minutes on 2
+        # cores with the small policy once the RFT checkpoint (~7 minutes) is cached;
+        # one instance per task per iteration (~4,900 env steps), so each pair gets 5 updates; Pass@1 on
         # the held-out suite every 2 iterations and after the last
         "default": COMPARE_DEFAULT,
         # the long version for more time or cores: 5 seeds, 4x the default budget per pair (its expected
         # duration is printed before it starts: ~3 hours on 2 cores)
-        "paper": [*COMPARE_DEFAULT, "seeds=5", "budget=112000"],
+        "paper": [*COMPARE_DEFAULT, "seeds=5", "budget=88000"],
         "smoke": [*SMOKE, "seeds=2", "budget=240", "sb3_budget=256"],
     },
     "report": {},

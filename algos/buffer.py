@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from algos.prompt import PolicyInput, render_prompt
+from algos.prompt import PolicyInput, render_prompt, seen_elements
 from voyager_gym.observation import BoundingBox, UIElement
 
 FORMAT_VERSION = "1"
@@ -44,8 +44,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _fields_equal(a: Any, b: Any) -> bool:
+    """Every field equal, except those marked compare=False (derived ones, such as `Step.seen`)."""
     return type(a) is type(b) and all(
-        _same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+        _same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.compare)
 
 
 _ELEMENT_FIELDS = tuple(f.name for f in dataclasses.fields(UIElement))
@@ -121,6 +122,9 @@ class Step:
     logprob: float = 0.0  # behaviour log-prob of the response
     value: float | None = None
     step_max: int = 10
+    # what the episode's earlier screens showed (`algos.prompt.seen_elements`): derived from the trajectory's
+    # steps, so not stored (a loaded buffer recomputes it) and not compared
+    seen: tuple[UIElement, ...] = dataclasses.field(default=(), compare=False)
 
     __eq__ = _fields_equal
     __hash__ = None  # type: ignore[assignment]
@@ -135,7 +139,7 @@ class Step:
         same element objects: a policy's per-element feature caches hit)."""
         pixels = self.frame if self.frame is not None else self.thumbnail
         return PolicyInput(goal=self.goal, elements=self.elements, history=list(self.history), pixels=pixels,
-                           step=self.t, max_steps=self.step_max)
+                           step=self.t, max_steps=self.step_max, seen=self.seen)
 
 
 @dataclasses.dataclass(eq=False)
@@ -396,6 +400,9 @@ class TrajectoryBuffer:
                                      ui_elements=json.loads(r["ui_elements"]),
                                      thumbnail=_decode_array(r["thumbnail"]),
                                      frame=_decode_array(r["frame"])))
+        for tr in trajs.values():
+            for k, st in enumerate(tr.steps):
+                st.seen = seen_elements([p.elements for p in tr.steps[:k]], st.elements)
         return cls(groups.values())
 
     # -- export --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from voyager_gym.actions import Action, format_response
 from voyager_gym.observation import UIElement, format_elements
 
 HISTORY_LEN = 8  # previous actions shown in a prompt
+SEEN_MAX = 64  # elements of earlier screens an input carries (`seen_elements`)
 SYSTEM = (
     "You are an agent that operates an Android phone to complete the user's goal. Each turn you see the "
     "goal, your previous actions and the screen's UI elements, numbered. Answer with one line 'Reason: ...' "
@@ -31,10 +32,12 @@ class PolicyInput:
     pixels: np.ndarray | None = None
     step: int = 0
     max_steps: int = 10
+    seen: tuple[UIElement, ...] = ()  # labelled elements of the episode's earlier screens (`seen_elements`)
 
     @classmethod
     def from_obs(
-        cls, obs: dict[str, Any], history: list[str], step: int = 0, max_steps: int = 10
+        cls, obs: dict[str, Any], history: list[str], step: int = 0, max_steps: int = 10,
+        seen: tuple[UIElement, ...] = (),
     ) -> PolicyInput:
         return cls(
             goal=obs["goal"],
@@ -43,7 +46,48 @@ class PolicyInput:
             pixels=obs.get("pixels"),
             step=step,
             max_steps=max_steps,
+            seen=seen,
         )
+
+
+class SeenElements:
+    """What an agent has read on an episode's earlier screens, kept incrementally (`add` each screen it acted
+    on, `view` for the next one): see `seen_elements`."""
+
+    def __init__(self, limit: int = SEEN_MAX):
+        self.limit = limit
+        self.n = 0
+        self.by_label: dict[str, tuple[int, int, UIElement]] = {}  # label -> (first seen, last seen, latest)
+
+    def add(self, elements: Sequence[UIElement]) -> None:
+        for e in elements:
+            label = e.text or e.content_description
+            if label:
+                old = self.by_label.get(label)
+                self.by_label[label] = (self.n if old is None else old[0], self.n, e)
+                self.n += 1
+
+    def view(self, current: Sequence[UIElement]) -> tuple[UIElement, ...]:
+        if not self.by_label:
+            return ()
+        now = {e.text or e.content_description for e in current}
+        rows = [v for k, v in self.by_label.items() if k not in now]
+        if len(rows) > self.limit:
+            rows = sorted(rows, key=lambda v: -v[1])[: self.limit]
+        return tuple(e for _, _, e in sorted(rows, key=lambda v: v[0]))
+
+
+def seen_elements(screens: Sequence[Sequence[UIElement]], current: Sequence[UIElement],
+                  limit: int = SEEN_MAX) -> tuple[UIElement, ...]:
+    """What an agent has read on the episode's earlier `screens` (oldest first) and no longer sees: the
+    elements with a label (text, else content description) that no element of the `current` screen shows,
+    one per label (its latest sighting), the `limit` most recently seen, in the order first seen (a list
+    scrolled through comes out top to bottom). A pure function of the observations, so a rollout, a reloaded
+    buffer and the coverage tool agree."""
+    s = SeenElements(limit)
+    for els in screens:
+        s.add(els)
+    return s.view(current)
 
 
 def render_prompt(x: PolicyInput) -> str:

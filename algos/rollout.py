@@ -21,7 +21,7 @@ from PIL import Image
 
 from algos.buffer import Group, Step, Trajectory
 from algos.policies.base import Policy, PolicyOutput
-from algos.prompt import PolicyInput
+from algos.prompt import PolicyInput, SeenElements
 from algos.timing import PHASES
 from voyager_gym.suites import TaskInstance
 from voyager_gym.vector import PipelinedVectorEnv
@@ -108,6 +108,7 @@ class _Rollouts:
         self.job_of: list[int | None] = [None] * n  # job each sub-env runs (None: idle or a dropped filler)
         self.trajs: list[Trajectory | None] = [None] * n
         self.hist: list[list[str]] = [[] for _ in range(n)]
+        self.seen = [SeenElements() for _ in range(n)]  # what each episode read on its earlier screens
         self.inputs: list[PolicyInput | None] = [None] * n  # what the policy sees next (None: not running)
         self.info: list[dict] = [{} for _ in range(n)]
         self.replay_env: Any = None  # built on first use (replay_frames)
@@ -173,6 +174,7 @@ class _Rollouts:
         """Sub-env i was reset for its job: start its trajectory (none for a filler)."""
         self.info[i] = info
         self.hist[i] = []
+        self.seen[i] = SeenElements()
         self.inputs[i] = self._input(i, obs)
         j = self.job_of[i]
         if j is None:
@@ -197,10 +199,10 @@ class _Rollouts:
     def _input(self, i: int, obs: dict[str, Any]) -> PolicyInput:
         info = self.info[i]
         els = obs["ui_elements"]
-        return PolicyInput(goal=obs["goal"], elements=els if isinstance(els, tuple) else tuple(els),
-                           history=self.hist[i],
+        els = els if isinstance(els, tuple) else tuple(els)
+        return PolicyInput(goal=obs["goal"], elements=els, history=self.hist[i],
                            pixels=obs.get("pixels"), step=int(info.get("step", 0)),
-                           max_steps=int(info.get("max_steps", 10)))
+                           max_steps=int(info.get("max_steps", 10)), seen=self.seen[i].view(els))
 
     def _drop_frames_unless_mixed(self, k: int) -> None:
         if self._mixed(k):
@@ -232,6 +234,7 @@ class _Rollouts:
                     valid=o.action is not None and info.get("invalid_action") is None,
                     invalid_reason=info.get("invalid_action"),
                     ui_elements=x.elements,
+                    seen=x.seen,
                     screen_key=str(self.info[i].get("screen_key", "")),
                     thumbnail=_thumb(x.pixels, cfg.thumb_width),
                     frame=_frame(x.pixels, cfg.keep_frames, self.copy_frames),
@@ -244,6 +247,7 @@ class _Rollouts:
             )
         # a new list: the step just recorded keeps its own copy, the next input the grown one
         self.hist[i] = [*self.hist[i], o.action.to_json() if o.action is not None else "(invalid action)"]
+        self.seen[i].add(x.elements)
         self.info[i] = info
         if not (term or trunc):
             self.inputs[i] = self._input(i, obs)

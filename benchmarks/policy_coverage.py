@@ -23,13 +23,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=20, help="training instances per task")
     p.add_argument("--tasks", default="", help="comma-separated task names (default: every task)")
     p.add_argument("--json", default="", help="write the per-task figures to this file")
+    p.add_argument("--memory", type=int, default=0,
+                   help="policy small: elements of earlier screens it reads (SmallPolicy(memory=...))")
     args = p.parse_args(argv)
 
     from algos.policies.base import make_policy
     from algos.policies.coverage import task_coverage
     from voyager_gym.backends.sim.tasks import TASKS
 
-    policy = make_policy(args.policy)
+    policy = make_policy(args.policy, **({"memory": args.memory} if args.memory else {}))
     tasks = [t for t in args.tasks.split(",") if t] or sorted(TASKS)
     t0 = time.perf_counter()
     rows = [task_coverage(policy, t, seeds=args.seeds) for t in tasks]
@@ -52,7 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"({ok / max(1, steps):.1%}); {time.perf_counter() - t0:.0f} s")
     print("steps not representable, by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     print("tasks not covered: " + (", ".join(r.task for r in rows if not r.covered) or "none"))
-    result = {"policy": args.policy, "seeds": args.seeds, "covered": len(covered), "tasks": len(rows),
+    result = {"policy": args.policy, "memory": args.memory, "seeds": args.seeds, "covered": len(covered),
+              "tasks": len(rows),
               "per_task": {r.task: {"instances": r.instances, "exact": r.exact, "solved": r.solved,
                                     "expert_solved": r.expert_solved, "steps": r.steps,
                                     "representable_steps": r.representable_steps, "reasons": dict(r.reasons)}

@@ -7,6 +7,7 @@ Adam step per sample), i.e. what batching buys. Each figure is the best of --rep
 shared). Targets for the harness on 2 cores: act >= 2,000 actions/s at batch 64, fit_sft >= 1,000 samples/s.
 
     python benchmarks/policy_speed.py [--tasks A,B] [--seeds 4] [--batch 64] [--reps 5] [--threads 2]
+                                      [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ DEFAULT_TASKS = ("SystemWifiTurnOn,MarkorCreateNote,ContactsAddContact,SimpleCal
 
 def collect(tasks: list[str], seeds: int) -> list[tuple]:
     """(PolicyInput, expert response) pairs from expert episodes."""
-    from algos.prompt import PolicyInput, render_response
+    from algos.prompt import PolicyInput, SeenElements, render_response
     from voyager_gym.actions import parse_action
     from voyager_gym.env import VoyagerEnv
 
@@ -34,9 +35,12 @@ def collect(tasks: list[str], seeds: int) -> list[tuple]:
         for seed in range(seeds):
             obs, info = env.reset(seed=seed, options={"task": name})
             history: list[str] = []
+            seen = SeenElements()
             while True:
                 a = env.unwrapped.expert_action()
-                x = PolicyInput.from_obs(obs, history, len(history), info["max_steps"])
+                x = PolicyInput.from_obs(obs, history, len(history), info["max_steps"],
+                                         seen.view(obs["ui_elements"]))
+                seen.add(obs["ui_elements"])
                 out.append((x, render_response(parse_action(a))))
                 obs, _, term, trunc, info = env.step(a)
                 history.append(a)
@@ -71,6 +75,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--loop-samples", type=int, default=128, help="samples in the per-sample reference loops")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--memory", type=int, default=0, help="SmallPolicy(memory=K): earlier screens' elements")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
@@ -80,12 +85,12 @@ def main() -> None:
     n_el = sum(len(x.elements) for x in xs) / len(xs)
     print(f"{len(samples)} expert steps from {len(args.tasks.split(','))} tasks x {args.seeds} seeds "
           f"(mean {n_el:.1f} elements per screen)")
-    cold_pol = SmallPolicy(seed=0)
+    cold_pol = SmallPolicy(seed=0, memory=args.memory)
     t0 = time.perf_counter()
     cold_pol.featurize(xs)
     feat_cold = len(xs) / (time.perf_counter() - t0)  # first sight of every goal, element and action text
 
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(seed=0, memory=args.memory)
     n_params = sum(p.numel() for p in pol.model.parameters())
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
@@ -103,14 +108,14 @@ def main() -> None:
     feat_fresh = len(xs) / best_time(lambda: pol.featurize(ys), 1)
     feat_same = len(xs) / best_time(lambda: pol.featurize(xs), args.reps)  # the same objects again (epochs)
 
-    fit_pol = SmallPolicy(seed=0)
+    fit_pol = SmallPolicy(seed=0, memory=args.memory)
     fit_pol.fit_sft(samples, epochs=1, seed=0)  # warm-up: optimizer state, first-call allocations
     losses = []
     t_fit = best_time(lambda: losses.append(fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)["loss"]),
                       args.reps)
     sft_rate = len(samples) * args.epochs / t_fit
 
-    ref_pol = SmallPolicy(seed=0)
+    ref_pol = SmallPolicy(seed=0, memory=args.memory)
     opt = torch.optim.Adam(ref_pol.model.parameters(), lr=1e-3)
     ref = samples[: args.loop_samples]
 
@@ -124,7 +129,9 @@ def main() -> None:
     t_ref = best_time(sft_loop, max(1, args.reps // 2))
     sft_ref = len(ref) / t_ref
 
-    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, torch threads {torch.get_num_threads()}")
+    n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
+    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, torch threads {torch.get_num_threads()}, memory "
+          f"{args.memory} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
           f"{act_ref:6.0f} actions/s   ratio {act_rate / act_ref:5.1f}x   target >= 2,000")
     print(f"fit_sft  batch 64: {sft_rate:8.0f} samples/s   reference (per-sample loop, batch-1 Adam steps): "
@@ -134,7 +141,7 @@ def main() -> None:
           f"{feat_fresh:6.0f} samples/s, the same objects (training epochs) {feat_same:6.0f} samples/s")
     print(json.dumps({"samples": len(samples), "act_per_s": round(act_rate), "act_ref_per_s": round(act_ref),
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
-                      "featurise_per_s": round(feat_fresh), "params": n_params}))
+                      "featurise_per_s": round(feat_fresh), "params": n_params, "memory": args.memory}))
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def new_policy(cfg: Any) -> Policy:
     if p.name == "small":
         from algos.policies.small import SmallPolicy
 
-        return SmallPolicy(seed=cfg.seed)
+        return SmallPolicy(seed=cfg.seed, memory=p.memory)
     if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
@@ -185,6 +185,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
     spec = {
         "v": BASE_VERSION,
         "policy": cfg.policy.name,
+        **({"memory": cfg.policy.memory} if cfg.policy.memory else {}),  # (keys without it stay as they were)
         "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,

@@ -131,9 +131,12 @@ class PolicyConfig:
     hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm (built offline)
     path: str = ""  # a saved policy to start from or evaluate: a policy folder, or a run folder (its latest
     # checkpoint)
+    memory: int = 0  # policy=small: elements of the episode's earlier screens it reads (0: none; at most 64)
 
     def __post_init__(self) -> None:
         _choice("policy.name", self.name, ("small", "hf", "expert", "random"))
+        if not 0 <= self.memory <= 64:
+            raise ValueError(f"policy.memory={self.memory!r}: expected 0 to 64 (algos.prompt.SEEN_MAX)")
 
 
 @dataclasses.dataclass

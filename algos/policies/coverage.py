@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from algos.prompt import PolicyInput
+from algos.prompt import PolicyInput, SeenElements
 from voyager_gym import actions as A
 from voyager_gym.actions import Action
 
@@ -74,11 +74,14 @@ def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0) 
         for replan in (False, True):
             goal = backend.reset(task, params, np.random.default_rng(seed))
             history: list[str] = []
+            seen = SeenElements()
             finished = False
             for step in range(max_steps):
                 _, elements, _ = backend.observe(pixels=False)
                 expert = backend.expert_action()
-                x = PolicyInput(goal, tuple(elements), list(history), step=step, max_steps=max_steps)
+                x = PolicyInput(goal, tuple(elements), list(history), step=step, max_steps=max_steps,
+                                seen=seen.view(elements))
+                seen.add(elements)
                 decoded, why = round_trip(policy, [x], [expert])[0]
                 if not replan:
                     cov.steps += 1

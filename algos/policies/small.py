@@ -250,14 +250,20 @@ class SampleFeat:
     hist_lens: list[int]
     step_frac: float
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
+    n_cur: int = -1  # elements[:n_cur] are on the screen, the rest were seen on earlier screens (-1: all)
+
+    def __post_init__(self) -> None:
+        if self.n_cur < 0:
+            self.n_cur = len(self.elements)
 
 
 class Featurizer:
     """Turns `PolicyInput`s into padded tensors. Caches are bounded and cleared when full."""
 
     def __init__(self, vocab_buckets: int, max_goal_tokens: int, max_elements: int, history: int,
-                 cache_size: int = 100_000):
+                 cache_size: int = 100_000, memory: int = 0):
         self.vocab, self.max_goal, self.max_el = vocab_buckets, max_goal_tokens, max_elements
+        self.memory = memory
         self.history = history
         self.cache_size = cache_size
         self._words: dict[str, np.ndarray] = {}
@@ -363,13 +369,19 @@ class Featurizer:
         return TYPE_INDEX[a.action_type] + 1, (np.concatenate(words) if words else _EMPTY)
 
     def sample(self, x: PolicyInput) -> SampleFeat:
-        """Features of one input; elements past `max_elements` are dropped (the pointer cannot reach them)."""
+        """Features of one input; elements past `max_elements` are dropped (the pointer cannot reach them).
+        With `memory`, the last `memory` elements of earlier screens (`x.seen`) follow the screen's: sources
+        to copy text and quantities from, never targets to act on."""
         g = self.goal(x.goal or "")
         els = [self.element(e if isinstance(e, UIElement) else UIElement.from_dict(e))
                for e in list(x.elements)[: self.max_el]]
+        n_cur = len(els)
+        if self.memory and x.seen:
+            els += [self.element(e) for e in x.seen[-self.memory :]]
         dense = np.array([self._overlap(g, e) for e in els], np.float32).reshape(len(els), N_DENSE)
-        seen = Counter(e.label_lower for e in els if e.label_lower)  # another element of this screen has
-        dense[:, 19] = [seen[e.label_lower] > 1 for e in els]  # its label (duplicate rows, colour swatches)
+        same = Counter(e.label_lower for e in els[:n_cur] if e.label_lower)  # another element of this screen
+        dense[:n_cur, 19] = [same[e.label_lower] > 1 for e in els[:n_cur]]  # has its label (duplicate rows,
+        # colour swatches)
         hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
@@ -377,7 +389,7 @@ class Featurizer:
             el_lens=np.array([len(e.ids) for e in els], np.int64),
             hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
-            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps))
+            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur)
 
 
 @dataclasses.dataclass
@@ -408,6 +420,8 @@ class Batch:
     lab_shape: torch.Tensor  # [N] each flat label token's shape
     lab_mask: torch.Tensor  # [B, E, S] where a label token is
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
+    cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
+    n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
@@ -422,6 +436,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     h = max(1, history)
     n_goal = np.array([len(f.goal.ids) for f in feats], np.int64)
     n_el = np.array([len(f.elements) for f in feats], np.int64)
+    n_cur = np.array([f.n_cur for f in feats], np.int64)
     first: dict[str, int] = {}
     goal_of = np.array([first.setdefault(f.goal.text, len(first)) for f in feats], np.int64)
     uniq = [feats[i].goal for i in np.unique(goal_of, return_index=True)[1]]
@@ -488,6 +503,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_at=t(lab_at),
         lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
         has_quantity=t(has_quantity),
+        cur_mask=torch.arange(e_max, device=device)[None] < t(n_cur)[:, None],
+        n_cur=t(n_cur),
         lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
@@ -537,7 +554,8 @@ class PointerNet(nn.Module):
     per-field heads (all logits, no sampling here)."""
 
     def __init__(self, d_model: int, layers: int, heads: int, max_elements: int, max_goal_tokens: int,
-                 history: int, vocab_buckets: int, app_words: list[np.ndarray], goal_layers: int = 1):
+                 history: int, vocab_buckets: int, app_words: list[np.ndarray], goal_layers: int = 1,
+                 memory: int = 0):
         super().__init__()
         d = d_model
         self.d = d
@@ -604,6 +622,10 @@ class PointerNet(nn.Module):
         for emb in (self.goal_pos, self.el_pos, self.hist_pos, self.segment, self.hist_type, self.el_type,
                     self.app_emb, self.text_use, self.tok_pos, self.tok_edge, self.tok_shape):
             nn.init.normal_(emb.weight, std=0.1)  # small next to word vectors, so words dominate at first
+        self.memory = memory
+        if memory:  # elements of earlier screens: their own positions (last seen = last) instead of el_pos
+            self.seen_pos = nn.Embedding(memory, d)
+            nn.init.normal_(self.seen_pos.weight, std=0.1)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -636,7 +658,14 @@ class PointerNet(nn.Module):
         cls = (seg[0] + self.step(b.step) + goal_mean)[:, None]  # CLS starts as the goal's mean word vector
         hist = (hist.view(bsz, h_len, -1) + self.hist_type(b.hist_types) + self.hist_pos.weight[:h_len]
                 + seg[2])
-        el = el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + self.el_pos.weight[:e_len] + seg[3]
+        if self.memory:  # positions: the screen's elements 0.., then the seen ones after el_pos's table
+            idx = torch.arange(e_len, device=b.n_cur.device)[None]
+            pos = torch.where(idx < b.n_cur[:, None], idx, len(self.el_pos.weight) + idx - b.n_cur[:, None])
+            table = torch.cat([self.el_pos.weight, self.seen_pos.weight])
+            el_pos = table.index_select(0, pos.clamp(max=len(table) - 1).flatten()).view(bsz, e_len, -1)
+        else:
+            el_pos = self.el_pos.weight[:e_len]
+        el = el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
         x = torch.cat([cls, hist, el], 1)
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, b.el_mask], 1)  # keys each query may read: goal memory first
@@ -787,7 +816,7 @@ def type_mask(b: Batch) -> torch.Tensor:
     text to copy or labels to list."""
     bsz = b.n_el.shape[0]
     m = torch.ones(bsz, len(ACTION_TYPES), dtype=torch.bool, device=b.n_el.device)
-    no_el = b.n_el == 0
+    no_el = b.n_cur == 0  # elements seen earlier are no targets
     m[:, _NEEDS_EL_IDX] &= ~no_el[:, None]
     has_text = (b.n_goal > 0) | b.has_label.any(1)
     m[:, TYPE_INDEX[A.INPUT_TEXT]] &= has_text
@@ -809,7 +838,7 @@ class SmallPolicy(Policy):
     def __init__(self, d_model: int = 96, layers: int = 2, heads: int = 4, max_elements: int = 48,
                  max_goal_tokens: int = 160, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
                  device: str = "cpu", temperature: float = 1.0, app_names: Sequence[str] | None = None,
-                 goal_layers: int = 1):
+                 goal_layers: int = 1, memory: int = 0):
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
         if d_model % heads:
@@ -817,7 +846,7 @@ class SmallPolicy(Policy):
         self.config = dict(d_model=d_model, layers=layers, goal_layers=goal_layers, heads=heads,
                            max_elements=max_elements,
                            max_goal_tokens=max_goal_tokens, history=history, vocab_buckets=vocab_buckets,
-                           seed=seed, temperature=temperature,
+                           seed=seed, temperature=temperature, memory=memory,
                            app_names=list(app_names) if app_names is not None else launcher_app_names())
         self.app_names: list[str] = self.config["app_names"]
         self._app_index = {a.lower(): i for i, a in enumerate(self.app_names)}
@@ -827,12 +856,12 @@ class SmallPolicy(Policy):
         self.device = torch.device(device)
         self.temperature = temperature
         self.history = history
-        self.featurizer = Featurizer(vocab_buckets, max_goal_tokens, max_elements, history)
+        self.featurizer = Featurizer(vocab_buckets, max_goal_tokens, max_elements, history, memory=memory)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.model = PointerNet(d_model, layers, heads, max_elements, max_goal_tokens, history,
                                     vocab_buckets, [self.featurizer.words(a) for a in self.app_names],
-                                    goal_layers)
+                                    goal_layers, memory)
             self.model.to(self.device)
         self.model.eval()  # no dropout anywhere: train and eval forward passes are the same function
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -873,9 +902,9 @@ class SmallPolicy(Policy):
         needs = torch.zeros(bsz, dtype=torch.bool, device=types.device)
         for i in _NEEDS_EL_IDX:
             needs |= types == i
-        el_mask = torch.cat([~needs[:, None], b.el_mask], 1)
-        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1),
-                               b.el_mask.any(1), b.has_quantity.any(1)], 1)  # text, list, count, measure
+        el_mask = torch.cat([~needs[:, None], b.cur_mask], 1)
+        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), (b.has_label & b.cur_mask).any(1),
+                               b.cur_mask.any(1), b.has_quantity.any(1)], 1)  # text, list, count, measure
         app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
         app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
         return Heads(
@@ -941,9 +970,9 @@ class SmallPolicy(Policy):
                            m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, after,
                            scale / tau)
         sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
-        hd.select = sel.masked_fill(~b.has_label, NEG)  # elements without a label are never listed
+        hd.select = sel.masked_fill(~(b.has_label & b.cur_mask), NEG)  # lists: labelled, on the screen
         cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
-        hd.count = cnt.masked_fill(~b.el_mask, NEG)
+        hd.count = cnt.masked_fill(~b.cur_mask, NEG)
         qty_mask = b.has_quantity.clone()
         qty_mask[:, 0] |= ~qty_mask.any(1)
         qty = torch.einsum("bd,bed->be", m.qty_q(ctx), m.qty_k(h_el)) * scale / tau
@@ -1089,10 +1118,10 @@ class SmallPolicy(Policy):
         tg.type[b] = TYPE_INDEX[t]
         if t in NEEDS_ELEMENT or t in OPTIONAL_ELEMENT:
             if a.index is not None:
-                tg.element[b] = a.index + 1 if a.index < len(f.elements) else None
+                tg.element[b] = a.index + 1 if a.index < f.n_cur else None
                 tg.tap[b] = 0
             elif a.x is not None:
-                hit = _element_at(f.elements, a.x, a.y)
+                hit = _element_at(f.elements[: f.n_cur], a.x, a.y)
                 tg.element[b] = hit + 1 if hit is not None else None
                 tg.tap[b] = _tap_cell(f.elements[hit].box, a.x, a.y) if hit is not None else None
             else:
@@ -1111,14 +1140,14 @@ class SmallPolicy(Policy):
         text = a.text or ""
         if t == A.INPUT_TEXT:
             tg.texts[b] = _text_candidates(f, text)
-            field = f.elements[a.index].label if a.index is not None and a.index < len(f.elements) else None
+            field = f.elements[a.index].label if a.index is not None and a.index < f.n_cur else None
             tg.formatted[b] = [_text_candidates(f, c) if c else [] for c in
                                (_unformat(k, text, field) for k in TEXT_FORMATS[1:])]
         if t == A.ANSWER:
             tg.texts[b] = _text_candidates(f, text)
             tg.select[b] = _list_selection(f, text)
             n = int(text) if text.isdigit() and str(int(text)) == text else None
-            tg.count[b] = n if n is not None and n <= len(f.elements) else None
+            tg.count[b] = n if n is not None and n <= f.n_cur else None
             tg.measure[b] = [i for i, e in enumerate(f.elements) if e.quantity == text]
 
     @staticmethod
@@ -1563,7 +1592,7 @@ def _text_candidates(f: SampleFeat, text: str) -> list[tuple[int, int, int]]:
 def _list_selection(f: SampleFeat, text: str) -> list[int] | None:
     """Elements in screen order whose labels joined by ", " spell the answer (the earliest such elements;
     labels may themselves hold ", "); None when the answer is no such list."""
-    labels = [e.label for e in f.elements]
+    labels = [e.label for e in f.elements[: f.n_cur]]
     failed: set[tuple[int, int]] = set()
 
     def match(pos: int, start: int) -> list[int] | None:

@@ -65,6 +65,20 @@ def test_every_task_family_round_trips_except_those_that_need_memory():
     assert set(missing) <= MEMORY_TASKS, missing
 
 
+@pytest.mark.slow
+def test_memory_covers_the_tasks_whose_text_was_on_an_earlier_screen():
+    """With memory (elements of earlier screens as copy sources), the address typed in
+    SimpleSmsSendReceivedAddress and the longest distance of a scrolled list are covered; the two that also
+    need arithmetic over what was seen (a product, a sum) are not."""
+    pol = SmallPolicy(seed=0, memory=64)
+    cov = {t: task_coverage(pol, t, seeds=20) for t in sorted(MEMORY_TASKS)}
+    assert {t for t, c in cov.items() if c.covered} == {"SimpleSmsSendReceivedAddress",
+                                                         "SportsTrackerLongestDistanceActivity"}
+    assert all(cov[t].solved == 0 for t in ("BrowserMultiply",
+                                            "SportsTrackerTotalDistanceForCategoryOverInterval"))
+    assert not task_coverage(SmallPolicy(seed=0), "SimpleSmsSendReceivedAddress", seeds=3).covered
+
+
 def _expert_pairs(task: str, seeds: range) -> list[tuple[PolicyInput, Action]]:
     """(input, expert action) along the expert's trajectory on training instances `seeds` of `task`."""
     import numpy as np

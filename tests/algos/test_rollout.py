@@ -195,6 +195,9 @@ def test_rollout_steps_render_prompts_lazily_and_round_trip_through_parquet(tmp_
     assert back == buf
     steps = [s for t in back.trajectories() for s in t.steps]
     assert [x.policy_input().elements for x in steps] == [x.elements for x in buf.steps()]
+    # what earlier screens showed: as the rollout saw it, recomputed by a loaded buffer
+    assert [x.policy_input().seen for x in steps] == [x.seen for x in buf.steps()]
+    assert any(x.seen for x in steps) and not any(x.seen for x in steps if x.t == 0)
     ds = buf.to_sft_dataset()
     assert ds["prompt"] == [render_prompt(x.policy_input()) for x in buf.steps()]
 

@@ -465,3 +465,66 @@ def test_whole_token_goal_match_and_same_label_features():
     (f,) = pol.featurize([PolicyInput(goal="Create an event on 2023-10-24 named Rent", elements=els)])
     assert f.dense[:, 18].tolist() == [0, 0, 1, 0, 0, 0, 1, 1]
     assert f.dense[:, 19].tolist() == [0, 0, 0, 0, 1, 1, 0, 0]
+
+
+# -- memory: what earlier screens showed ---------------------------------------------------------------------
+def test_seen_elements_keep_labels_no_longer_on_screen_most_recent_first_seen_order():
+    from algos.prompt import SeenElements, seen_elements
+
+    e = lambda text, **kw: UIElement(text=text, **kw)  # noqa: E731
+    s1 = (e("Inbox"), e("Alice"), e("123 Main St"), e(None, content_description="Back"), e(None))
+    s2 = (e("Inbox"), e("Bob"), e("Alice"))
+    now = (e("Inbox"), e("To"))
+    out = seen_elements([s1, s2], now)
+    # labelled, not on the current screen, one per label (its latest sighting), in the order first seen
+    assert [x.text or x.content_description for x in out] == ["Alice", "123 Main St", "Back", "Bob"]
+    assert out[0] is s2[2]
+    # the limit keeps the most recently seen (Alice and Bob were seen last), still in first-seen order
+    assert [x.text for x in seen_elements([s1, s2], now, limit=2)] == ["Alice", "Bob"]
+    assert seen_elements([], now) == () and seen_elements([s1], s1) == ()
+    inc = SeenElements()
+    for screen in (s1, s2):
+        inc.add(screen)
+    assert inc.view(now) == out
+
+
+def _memory_input(seen_texts):
+    els = (UIElement(text="To", is_editable=True, bbox_pixels=BoundingBox(0, 1080, 200, 300)),
+           UIElement(text="Send", is_clickable=True, bbox_pixels=BoundingBox(0, 540, 400, 500)))
+    seen = tuple(UIElement(text=t, bbox_pixels=BoundingBox(0, 1080, 600, 700)) for t in seen_texts)
+    return PolicyInput("Text the address Jack sent me to Sophie.", els, [], step=3, max_steps=10, seen=seen)
+
+
+def test_memory_elements_are_copy_sources_never_targets():
+    from algos.policies.coverage import round_trip, same_action
+
+    x = _memory_input(["Jack Ferreira", "940 Willow Way, Wilmington, DE"])
+    typed = Action("input_text", index=0, text="940 Willow Way, Wilmington, DE", clear_text=True)
+    without, with_memory = SmallPolicy(seed=0), SmallPolicy(seed=0, memory=8)
+    assert round_trip(without, [x], [typed])[0][0] is None  # the current screen does not show it
+    decoded, why = round_trip(with_memory, [x], [typed])[0]
+    assert why == "" and same_action(decoded, typed)
+    # the seen elements are not on the screen: index 2 (the first seen one) is no target; lists and counts
+    # read the screen only
+    listed = "Jack Ferreira, 940 Willow Way, Wilmington, DE"
+    for a in (Action("click", index=2), Action("answer", text=listed), Action("answer", text="3")):
+        assert round_trip(with_memory, [x], [a])[0][0] is None, a
+    outs = with_memory.act([x] * 64)
+    for o in outs:
+        a = o.action
+        if a.index is not None:
+            assert a.index < 2, a
+    # sampled log-probs are the scored ones with memory too
+    lp = with_memory.log_probs([x] * 8, [o.text for o in outs[:8]]).detach()
+    assert torch.allclose(lp, torch.tensor([o.logprob for o in outs[:8]]), atol=1e-4)
+
+
+def test_memory_zero_ignores_what_earlier_screens_showed():
+    pol = SmallPolicy(seed=0)
+    x, bare = _memory_input(["Jack Ferreira", "940 Willow Way"]), _memory_input([])
+    r = [render_response(Action("click", index=1))]
+    assert torch.equal(pol.log_probs([x], r), pol.log_probs([bare], r))
+    assert pol.featurize([x])[0].n_cur == len(pol.featurize([x])[0].elements) == 2
+    mem = SmallPolicy(seed=0, memory=8)
+    f = mem.featurize([x])[0]
+    assert (f.n_cur, len(f.elements)) == (2, 4)

@@ -43,7 +43,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
-    from algos.prompt import PolicyInput
+    from algos.prompt import PolicyInput, SeenElements
     from voyager_gym.actions import try_parse_action
     from voyager_gym.backends.sim.tasks import TASKS
     from voyager_gym.env import VoyagerEnv
@@ -56,14 +56,18 @@ def main() -> None:
     for k, inst in enumerate(eval_suite(tasks, n_per_task=args.n)):
         obs, info = env.reset(seed=args.seed * 100_000 + k, options=inst.options())
         history: list[str] = []
+        seen = SeenElements()
         first, score = None, 0.0
         for t in range(info["max_steps"]):
-            out = policy.act([PolicyInput.from_obs(obs, history, t, info["max_steps"])], greedy=True)[0]
-            expert = env.unwrapped.expert_action()
-            mine, _ = try_parse_action(out.text)
-            theirs, _ = try_parse_action(expert)
-            if first is None and mine != theirs:
-                first = (t, first_difference(theirs, mine), expert, out.text)
+            x = PolicyInput.from_obs(obs, history, t, info["max_steps"], seen.view(obs["ui_elements"]))
+            seen.add(obs["ui_elements"])
+            out = policy.act([x], greedy=True)[0]
+            if first is None:  # the expert is asked only on its own path (off it, it may be lost)
+                expert = env.unwrapped.expert_action()
+                mine, _ = try_parse_action(out.text)
+                theirs, _ = try_parse_action(expert)
+                if mine != theirs:
+                    first = (t, first_difference(theirs, mine), expert, out.text)
             obs, score, term, trunc, info = env.step(out.text)
             history.append(out.text)
             if term or trunc:

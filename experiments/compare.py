@@ -142,13 +142,14 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 
 
 # Seconds per env step of one (algorithm, seed) pair with the small policy on SimDroid's 77 tasks, two pairs
-# sharing this project's 2-core machine, as measured with the default settings (2026-12-01, the policy whose
-# RFT start is at 0.63; PPO with its 4 epochs; ~30,800-step pairs): linear and quadratic terms (GRSD
-# fine-tunes on its whole success pool, which grows with the run and with the policy's success rate).
+# sharing this project's 2-core machine, as measured with the default settings (2026-12-01, fresh clone, the
+# policy whose RFT start is at 0.619; PPO with its 4 epochs; ~24,800-step pairs: PPO 331 s, GRSD 223-228 s,
+# GRPO 102-108 s): linear and quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the
+# run and with the policy's success rate).
 # START_SECONDS: the base policy and the RFT checkpoint when not cached.
-PAIR_SECONDS = {"grsd": (5.4e-3, 2.3e-7), "grpo": (3.8e-3, 0.0), "ppo": (1.41e-2, 0.0), "rft": (6.0e-3, 0.0)}
+PAIR_SECONDS = {"grsd": (4.0e-3, 2.0e-7), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0)}
 PAIR_OVERHEAD_S = 10.0
-START_SECONDS = 420.0
+START_SECONDS = 370.0
 
 
 def pair_seconds(cfg: CompareConfig, algo: str) -> float | None:

@@ -70,6 +70,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected a value >= 1"),
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
         (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),
+        (["policy.memory=65"], C.TrainConfig, "policy.memory=65: expected 0 to 64"),
         (["policy=small"], C.EvalConfig, "policy=small needs policy.path="),
         (["policy=expert"], C.TrainConfig, "policy.name='expert': expected one of small, hf"),
         (["train"], C.TrainConfig, "arguments must be key=value overrides, got ['train']"),
@@ -179,3 +180,11 @@ def test_pipelined_vector_env_from_the_config():
     assert "env.lane_workers=-1: expected a value >= 0" in _exit_message(["env.lane_workers=-1"])
     real = _exit_message(["env.vector=pipelined", "env.backend=androidworld"])
     assert "expected env.backend=simdroid" in real
+
+
+def test_policy_memory_reaches_the_policy_and_keys_its_own_cache():
+    from experiments.common import base_key, new_policy
+
+    plain, mem = C.parse([], C.TrainConfig), C.parse(["policy.memory=8"], C.TrainConfig)
+    assert new_policy(plain).config["memory"] == 0 and new_policy(mem).config["memory"] == 8
+    assert base_key(plain, ["SystemWifiTurnOn"]) != base_key(mem, ["SystemWifiTurnOn"])

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from algos.prompt import PolicyInput, render_prompt, seen_elements
+from algos.prompt import PolicyInput, SeenElements, render_prompt
 from voyager_gym.observation import BoundingBox, UIElement
 
 FORMAT_VERSION = "1"
@@ -400,9 +400,11 @@ class TrajectoryBuffer:
                                      ui_elements=json.loads(r["ui_elements"]),
                                      thumbnail=_decode_array(r["thumbnail"]),
                                      frame=_decode_array(r["frame"])))
-        for tr in trajs.values():
-            for k, st in enumerate(tr.steps):
-                st.seen = seen_elements([p.elements for p in tr.steps[:k]], st.elements)
+        for tr in trajs.values():  # what each step's earlier screens showed, as the rollout kept it
+            seen = SeenElements()
+            for st in tr.steps:
+                st.seen = seen.view(st.elements)
+                seen.add(st.elements)
         return cls(groups.values())
 
     # -- export --------------------------------------------------------------------------------------------

@@ -134,14 +134,14 @@ class PPO(Algorithm):
         if not all_steps:
             return {"train/pg_steps": 0}
         inputs_of = {id(s): s.policy_input() for s in all_steps}
+        if iteration <= cfg.critic_warmup:  # iterations count from 1; old values are not needed
+            return warm_up_critic(policy, groups, inputs_of, cfg, seed)
         if all(s.value is not None for s in all_steps):  # recorded at act time, under the same weights
             values = {id(s): float(s.value) for s in all_steps}
         else:
             _, v = score_in_chunks(policy, [inputs_of[id(s)] for s in all_steps],
                                    [s.response for s in all_steps], values=True)
             values = {id(s): x for s, x in zip(all_steps, v.tolist(), strict=True)}
-        if iteration <= cfg.critic_warmup:  # iterations count from 1
-            return warm_up_critic(policy, groups, inputs_of, cfg, seed)
         steps, adv_np, ret_np = ppo_targets(groups, values, cfg.gamma, cfg.lam, cfg.invalid_penalty)
         inputs = [inputs_of[id(s)] for s in steps]
         responses = [s.response for s in steps]

@@ -254,15 +254,14 @@ class HFPolicy(Policy):
 
     def values(self, batch: list[PolicyInput]) -> torch.Tensor:
         """Value estimates [B] (differentiable): the value head on the last prompt token's hidden state."""
-        if not batch:
-            return torch.zeros(0, device=self.device)
-        out = self.model(**self.encode_prompts(batch), use_cache=False, logits_to_keep=1,
-                         output_hidden_states=True)
-        return self.value_head(out.hidden_states[-1][:, -1].float()).squeeze(-1)
+        return self.value_from_features(self._last_prompt_states(batch))
 
     @torch.no_grad()
     def value_features(self, batch: list[PolicyInput]) -> torch.Tensor:
         """The last prompt token's final hidden states [B, hidden] (no gradients)."""
+        return self._last_prompt_states(batch)
+
+    def _last_prompt_states(self, batch: list[PolicyInput]) -> torch.Tensor:
         if not batch:
             return torch.zeros(0, self.value_head.in_features, device=self.device)
         out = self.model(**self.encode_prompts(batch), use_cache=False, logits_to_keep=1,

@@ -254,12 +254,8 @@ class SampleFeat:
     hist_flat: np.ndarray
     hist_lens: list[int]
     step_frac: float
+    n_cur: int  # elements[:n_cur] are on the screen, the rest were seen on earlier screens
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
-    n_cur: int = -1  # elements[:n_cur] are on the screen, the rest were seen on earlier screens (-1: all)
-
-    def __post_init__(self) -> None:
-        if self.n_cur < 0:
-            self.n_cur = len(self.elements)
 
 
 class Featurizer:
@@ -1403,22 +1399,17 @@ class SmallPolicy(Policy):
 
     def values(self, batch: list[PolicyInput]) -> torch.Tensor:
         """Value estimates [B] from the CLS state (differentiable)."""
-        if not batch:
-            return torch.zeros(0, device=self.device)
-        feats = self.featurize(batch)
-        parts, order = [], []
-        for idx in _size_chunks(feats):
-            h_cls, _, _ = self.model.encode(collate([feats[i] for i in idx], self.history, self.device))
-            parts.append(self.model.value_head(h_cls).squeeze(-1))
-            order.append(idx)
-        inv = torch.from_numpy(np.argsort(np.concatenate(order))).to(self.device)
-        return torch.cat(parts)[inv]
+        return self.value_from_features(self._cls_states(batch))
 
     @torch.no_grad()
     def value_features(self, batch: list[PolicyInput]) -> torch.Tensor:
         """The CLS states [B, d] the value head reads (no gradients)."""
+        return self._cls_states(batch)
+
+    def _cls_states(self, batch: list[PolicyInput]) -> torch.Tensor:
+        """CLS states [B, d] in the batch's order (encoded in length-sorted chunks)."""
         if not batch:
-            return torch.zeros(0, self.model.value_head[0].in_features, device=self.device)
+            return torch.zeros(0, self.model.d, device=self.device)
         feats = self.featurize(batch)
         parts, order = [], []
         for idx in _size_chunks(feats):

@@ -13,7 +13,8 @@ an index action, or a point of a grid over its box: the far end of a slider); a 
 app from the launcher's list or a name copied from the goal ("the dialer app"); copied text for input_text
 and answers: a source (the goal, or an element's label) and a token span in it, so typed text and answers can
 be read off the screen ("20" in "Attendance: 20 people"); and for answers that are lists, a Bernoulli per
-element whose labels are joined by ", " in screen order. A value comes from CLS. The response is the usual
+element whose labels are joined by ", " in screen order; computed answers count elements, read the quantity
+one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli selection. A value comes from CLS. The response is the usual
 `Reason: ... Action: {json}` text, so the buffer, the env and the other policies never know the difference.
 `round_trip` encodes any action as these targets and decodes it back (benchmarks/policy_coverage.py).
 With `memory=K` the policy also reads the last K elements of the episode's earlier screens
@@ -85,10 +86,12 @@ OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slo
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
 _EMPTY = np.zeros(0, np.int64)
-# An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, or
-# a quantity one element shows, in the unit such questions ask for (an h:mm:ss duration in whole minutes, a
-# distance in whole meters)
-ANSWER_OPS = ("text", "list", "count", "measure")
+# An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, a
+# quantity one element shows, in the unit such questions ask for (an h:mm:ss duration in whole minutes, a
+# distance in whole meters), or the sum of the quantities of the selected elements of the screen
+ANSWER_OPS = ("text", "list", "count", "measure", "sum")
+SUM_CANDIDATES = 64  # selections scored per sum answer (every one, unless more give the same sum)
+SUM_SEARCH = 20_000  # search nodes per sum answer (a screen has a few dozen quantities at most)
 DURATION_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
 DISTANCE_RE = re.compile(r"(\d+(?:\.\d+)?) ?(mi|km|m)")
 METERS = {"mi": 1609.344, "km": 1000.0, "m": 1.0}
@@ -238,6 +241,11 @@ class ElementFeat:
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
     tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
     quantity: str | None = None  # the quantity the label shows, as an answer (see `measure`)
+
+    @property
+    def summand(self) -> int:
+        """The quantity as a whole number for sum answers (0 when the label shows none)."""
+        return int(self.quantity) if self.quantity is not None else 0
 
 
 @dataclasses.dataclass
@@ -421,6 +429,7 @@ class Batch:
     lab_shape: torch.Tensor  # [N] each flat label token's shape
     lab_mask: torch.Tensor  # [B, E, S] where a label token is
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
+    summand: torch.Tensor  # [B, E] an element of the screen whose quantity is not zero (a sum's term)
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
@@ -451,6 +460,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
     has_label = np.zeros((bsz, e_max), bool)
     has_quantity = np.zeros((bsz, e_max), bool)
+    summand = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
     for b, f in enumerate(feats):
@@ -461,6 +471,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
             el_lens[b, :k] = f.el_lens
             for i, e in enumerate(f.elements):
                 has_quantity[b, i] = e.quantity is not None
+                summand[b, i] = i < f.n_cur and e.summand > 0
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_shape.append(e.tokens.shapes)
@@ -504,6 +515,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_at=t(lab_at),
         lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
         has_quantity=t(has_quantity),
+        summand=t(summand),
         cur_mask=torch.arange(e_max, device=device)[None] < t(n_cur)[:, None],
         n_cur=t(n_cur),
         lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
@@ -616,6 +628,7 @@ class PointerNet(nn.Module):
         self.sel_q, self.sel_k = nn.Linear(d, d), nn.Linear(d, d)
         self.cnt_q, self.cnt_k = nn.Linear(d, d), nn.Linear(d, d)  # counted elements (a Bernoulli each)
         self.qty_q, self.qty_k = nn.Linear(d, d), nn.Linear(d, d)  # the quantity an answer reads
+        self.sum_q, self.sum_k = nn.Linear(d, d), nn.Linear(d, d)  # the quantities a sum adds
         self.fmt_head = nn.Linear(d, len(TEXT_FORMATS))  # how typed text is made from the copy
         # where inside the chosen element a tap lands: its centre (an index action) or a grid point
         self.tap_from_element = nn.Linear(d, d)
@@ -786,6 +799,7 @@ class Heads:
     select: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's label is in the list"
     count: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element is counted"
     quantity: torch.Tensor | None = None  # [B, E] log-probs of the element whose quantity is the answer
+    sum: torch.Tensor | None = None  # [B, E] Bernoulli logits of "this element's quantity is added"
     fmt: torch.Tensor | None = None  # [B, len(TEXT_FORMATS)] how typed text is made from the copied text
 
 
@@ -804,12 +818,13 @@ class Targets:
     select: list[list[int] | None]  # answer as a list: element indices in screen order; None: not a list
     count: list[int | None]  # answer as a count of elements
     measure: list[list[int] | None]  # answer as a quantity: the elements whose quantity it is
+    sums: list[list[list[int]] | None]  # answer as a sum: the selections of the screen's quantities giving it
     formatted: list[list[list[tuple[int, int, int]]] | None]  # typed text: per TEXT_FORMATS entry after
     # the first, the copies that give it in that format
 
     @classmethod
     def empty(cls, n: int) -> Targets:
-        return cls([True] * n, [0] * n, *([[None] * n for _ in range(10)]))
+        return cls([True] * n, [0] * n, *([[None] * n for _ in range(11)]))
 
 
 def type_mask(b: Batch) -> torch.Tensor:
@@ -905,7 +920,7 @@ class SmallPolicy(Policy):
             needs |= types == i
         el_mask = torch.cat([~needs[:, None], b.cur_mask], 1)
         op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), (b.has_label & b.cur_mask).any(1),
-                               b.cur_mask.any(1), b.has_quantity.any(1)], 1)  # text, list, count, measure
+                               b.cur_mask.any(1), b.has_quantity.any(1), b.summand.any(1)], 1)  # ANSWER_OPS
         app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
         app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
         return Heads(
@@ -978,6 +993,8 @@ class SmallPolicy(Policy):
         qty_mask[:, 0] |= ~qty_mask.any(1)
         qty = torch.einsum("bd,bed->be", m.qty_q(ctx), m.qty_k(h_el)) * scale / tau
         hd.quantity = _masked_log_softmax(qty, qty_mask)
+        add = torch.einsum("bd,bed->be", m.sum_q(ctx), m.sum_k(h_el)) * scale / tau
+        hd.sum = add.masked_fill(~b.summand, NEG)  # non-zero quantities on the screen
         hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
@@ -1034,7 +1051,8 @@ class SmallPolicy(Policy):
             ans = either(path([bool(c) for c in tg.texts], hd.op[:, 0] + text),
                          path([c is not None for c in tg.select], hd.op[:, 1] + self._select_lp(hd, tg)),
                          path([c is not None for c in tg.count], hd.op[:, 2] + self._count_lp(hd, tg)),
-                         path([bool(c) for c in tg.measure], hd.op[:, 3] + self._measure_lp(hd, tg)))
+                         path([bool(c) for c in tg.measure], hd.op[:, 3] + self._measure_lp(hd, tg)),
+                         path([bool(c) for c in tg.sums], hd.op[:, 4] + self._sum_lp(hd, tg)))
             total = total + torch.where(is_answer, ans, zero)
         return torch.where(lb(tg.parsed), total, floor)
 
@@ -1064,6 +1082,25 @@ class SmallPolicy(Policy):
             if els:
                 mask[b, els] = True
         return torch.logsumexp(lp.masked_fill(~mask, NEG), 1)
+
+    @staticmethod
+    def _sum_lp(hd: Heads, tg: Targets) -> torch.Tensor:
+        """log-sum over the selections whose quantities add up to the answer: one Bernoulli per quantity."""
+        z = hd.sum
+        rows = [(b, sel) for b, sels in enumerate(tg.sums) for sel in (sels or ())]
+        if z is None or not rows:
+            return torch.full((len(tg.type),), NEG, device=hd.type.device)
+        y = torch.zeros(len(rows), z.shape[1], device=z.device)
+        r = torch.tensor([b for b, _ in rows], device=z.device)
+        for k, (_, sel) in enumerate(rows):
+            y[k, sel] = 1.0
+        zr = z.index_select(0, r)
+        real = zr > NEG / 2
+        lp = torch.where(real, y * F.logsigmoid(zr) + (1 - y) * F.logsigmoid(-zr), torch.zeros_like(zr))
+        lp = lp.sum(1)
+        m = torch.full((z.shape[0],), NEG, device=z.device).scatter_reduce(0, r, lp.detach(), "amax")
+        tot = torch.zeros(z.shape[0], device=z.device).index_add(0, r, torch.exp(lp - m[r]))
+        return torch.log(tot.clamp_min(1e-30)) + m
 
     @staticmethod
     def _text_lp(hd: Heads, cands: list[list[tuple[int, int, int]] | None],
@@ -1150,11 +1187,13 @@ class SmallPolicy(Policy):
             n = int(text) if text.isdigit() and str(int(text)) == text else None
             tg.count[b] = n if n is not None and n <= f.n_cur else None
             tg.measure[b] = [i for i, e in enumerate(f.elements) if e.quantity == text]
+            tg.sums[b] = _sum_selections(f, int(text)) if text.isdigit() and str(int(text)) == text else None
 
     @staticmethod
     def _answer_forms(tg: Targets, b: int) -> list[bool]:
         """Which answer forms (ANSWER_OPS order) spell sample b's answer."""
-        return [bool(tg.texts[b]), tg.select[b] is not None, tg.count[b] is not None, bool(tg.measure[b])]
+        return [bool(tg.texts[b]), tg.select[b] is not None, tg.count[b] is not None, bool(tg.measure[b]),
+                bool(tg.sums[b])]
 
     def round_trip(self, batch: Sequence[PolicyInput],
                    actions: Sequence[Action]) -> list[tuple[Action | None, str]]:
@@ -1179,7 +1218,7 @@ class SmallPolicy(Policy):
             elif t == A.INPUT_TEXT and not tg.texts[b] and not any(tg.formatted[b] or ()):
                 why = "typed text is in neither the goal nor an element's label"
             elif t == A.ANSWER and not any(self._answer_forms(tg, b)):
-                why = "answer is no copied text, list of labels, count or quantity on the screen"
+                why = "answer is no copied text, list of labels, count, quantity or sum on the screen"
             if why:
                 out.append((None, why))
                 continue
@@ -1193,7 +1232,8 @@ class SmallPolicy(Policy):
             app = tg.app[b] if tg.app[b] is not None else 0
             decoded = self._build_action(f, t, tg.element[b] or 0, tg.direction[b] or 0, tg.status[b] or 0,
                                          app if app <= n_apps else 0, tg.tap[b] or 0, copy, op,
-                                         tg.select[b] or [], fmt, tg.count[b] or 0, (tg.measure[b] or [0])[0])
+                                         tg.select[b] or [], fmt, tg.count[b] or 0, (tg.measure[b] or [0])[0],
+                                         (tg.sums[b] or [[]])[0])
             out.append((decoded, ""))
         return out
 
@@ -1247,14 +1287,18 @@ class SmallPolicy(Policy):
             cnt = p_cnt > 0.5 if greedy else torch.bernoulli(p_cnt, generator=self.generator).bool()
             counted = (cnt & (hd.count > NEG / 2)).sum(1).tolist()
             qty, fmt = self._pick(hd.quantity, greedy).tolist(), self._pick(hd.fmt, greedy).tolist()
+            p_add = torch.sigmoid(hd.sum)
+            add = p_add > 0.5 if greedy else torch.bernoulli(p_add, generator=self.generator).bool()
+            added = [torch.nonzero(row).flatten().tolist() for row in add & (hd.sum > NEG / 2)]
         else:
             counted, qty, fmt = [0] * bsz, [0] * bsz, [0] * bsz
+            added = [[] for _ in range(bsz)]
         outs, tg = [], Targets.empty(bsz)
         el = el_t.tolist()
         for i, (f, t) in enumerate(zip(feats, types.tolist(), strict=True)):
             a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
                                    picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i], fmt[i],
-                                   counted[i], qty[i])
+                                   counted[i], qty[i], added[i])
             self._fill_target(tg, i, f, a)
             outs.append(a)
         slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
@@ -1275,10 +1319,11 @@ class SmallPolicy(Policy):
 
     def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
                       copy: tuple[int, int, int], op: int, sel: list[int], fmt: int = 0, counted: int = 0,
-                      qty: int = 0) -> Action:
+                      qty: int = 0, added: Sequence[int] = ()) -> Action:
         """The action the heads' choices spell: `copy` is (source, start, end) of copied text (typed in
         TEXT_FORMATS[fmt] with the field's text), `sel` the listed elements of an answer given as a list,
-        `counted` the number of counted elements, `qty` the element whose quantity an answer reads."""
+        `counted` the number of counted elements, `qty` the element whose quantity an answer reads, `added`
+        the elements whose quantities a sum adds."""
         if t in NEEDS_ELEMENT:
             idx = el - 1
             if t == A.INPUT_TEXT:
@@ -1304,6 +1349,8 @@ class SmallPolicy(Policy):
                 return Action(t, text=str(counted))
             if kind == "measure" and qty < len(f.elements) and f.elements[qty].quantity is not None:
                 return Action(t, text=f.elements[qty].quantity)
+            if kind == "sum":
+                return Action(t, text=str(sum(f.elements[i].summand for i in added)))
             return Action(t, text=_copied(f, copy))
         return Action(t)
 
@@ -1609,6 +1656,32 @@ def _list_selection(f: SampleFeat, text: str) -> list[int] | None:
         return None
 
     return match(0, 0) if text else None
+
+
+def _sum_selections(f: SampleFeat, total: int) -> list[list[int]]:
+    """The selections of the screen's non-zero quantities (element indices, ascending) that add up to
+    `total`: every one, or the first SUM_CANDIDATES found within SUM_SEARCH search nodes. The empty
+    selection gives 0."""
+    terms = [(e.summand, i) for i, e in enumerate(f.elements[: f.n_cur]) if e.summand > 0]
+    terms.sort(reverse=True)
+    rest = np.cumsum([v for v, _ in terms][::-1])[::-1].tolist() + [0]  # rest[k]: sum of terms[k:]
+    found: list[list[int]] = []
+    budget = [SUM_SEARCH]
+
+    def walk(k: int, left: int, chosen: list[int]) -> None:
+        budget[0] -= 1
+        if left == 0:
+            found.append(sorted(chosen))
+            return
+        if k == len(terms) or left > rest[k] or budget[0] <= 0 or len(found) >= SUM_CANDIDATES:
+            return
+        v, i = terms[k]
+        if v <= left:
+            walk(k + 1, left - v, chosen + [i])
+        walk(k + 1, left, chosen)
+
+    walk(0, total, [])
+    return found[:SUM_CANDIDATES]
 
 
 def _size_chunks(feats: list[SampleFeat], size: int = CHUNK) -> list[np.ndarray]:

@@ -50,14 +50,13 @@ def test_task_coverage_of_a_task_the_policy_can_express():
 
 MEMORY_TASKS = {  # need what an earlier screen showed: the policy reads only the current one
     "BrowserMultiply", "SimpleSmsSendReceivedAddress", "SportsTrackerLongestDistanceActivity",
-    "SportsTrackerTotalDistanceForCategoryOverInterval",
 }
 
 
 @pytest.mark.slow
 def test_every_task_family_round_trips_except_those_that_need_memory():
     """Every task the expert solves is solved through the small policy's action space (3 instances each),
-    except the four whose answer or text comes from an earlier screen."""
+    except the three whose answer or text comes from an earlier screen."""
     from voyager_gym.backends.sim.tasks import TASKS
 
     pol = SmallPolicy(seed=0)
@@ -68,14 +67,13 @@ def test_every_task_family_round_trips_except_those_that_need_memory():
 @pytest.mark.slow
 def test_memory_covers_the_tasks_whose_text_was_on_an_earlier_screen():
     """With memory (elements of earlier screens as copy sources), the address typed in
-    SimpleSmsSendReceivedAddress and the longest distance of a scrolled list are covered; the two that also
-    need arithmetic over what was seen (a product, a sum) are not."""
+    SimpleSmsSendReceivedAddress and the longest distance of a scrolled list are covered; BrowserMultiply,
+    whose typed text is the product of five numbers seen on five earlier pages, is not."""
     pol = SmallPolicy(seed=0, memory=64)
     cov = {t: task_coverage(pol, t, seeds=20) for t in sorted(MEMORY_TASKS)}
     assert {t for t, c in cov.items() if c.covered} == {"SimpleSmsSendReceivedAddress",
                                                          "SportsTrackerLongestDistanceActivity"}
-    assert all(cov[t].solved == 0 for t in ("BrowserMultiply",
-                                            "SportsTrackerTotalDistanceForCategoryOverInterval"))
+    assert cov["BrowserMultiply"].solved == 0
     assert not task_coverage(SmallPolicy(seed=0), "SimpleSmsSendReceivedAddress", seeds=3).covered
 
 
@@ -105,21 +103,28 @@ def _expert_pairs(task: str, seeds: range) -> list[tuple[PolicyInput, Action]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task,kind", [("SimpleSmsResend", "input_text"),
-                                       ("SportsTrackerActivityDuration", "answer")])
-def test_cloned_policy_reproduces_copied_text_and_computed_answers_on_held_out_instances(task, kind):
-    """Behaviour cloning on one task's demonstrations, then a held-out instance: the greedy policy types the
-    message it reads off the screen (SimpleSmsResend), or answers the minutes of the activity's h:mm:ss
-    duration (SportsTrackerActivityDuration), exactly as the expert does, on at least 2 of 3 held-out steps
-    (measured: 4 of 6 messages typed whole, the others cut a token short; 5 or 6 of 6 durations)."""
+@pytest.mark.parametrize("task,kind,epochs,share", [
+    ("SimpleSmsResend", "input_text", 40, 2 / 3),
+    ("SportsTrackerActivityDuration", "answer", 40, 1 / 4),
+    ("SportsTrackerTotalDistanceForCategoryOverInterval", "answer", 80, 1 / 4),
+])
+def test_cloned_policy_reproduces_copied_text_and_computed_answers_on_held_out_instances(task, kind, epochs,
+                                                                                       share):
+    """Behaviour cloning on one task's demonstrations (24 instances), then held-out instances: the greedy
+    policy types the message it reads off the screen (SimpleSmsResend), answers the minutes of the
+    activity's h:mm:ss duration (SportsTrackerActivityDuration), or the sum of the distances of the rows of
+    one category in a date range, in meters (SportsTrackerTotalDistanceForCategoryOverInterval), exactly as
+    the expert does, on at least `share` of the held-out steps of that kind (measured on instances 24-35,
+    never trained on: the messages 2026-12-01 pass 2/3; 4 of 12 durations and 6 of 12 sums, the misses mostly
+    a wrong action type at that step, status or scroll, rather than a wrong value)."""
     from algos.prompt import render_response
 
     train = _expert_pairs(task, range(24))
     pol = SmallPolicy(seed=0)
-    pol.fit_sft([(x, render_response(a)) for x, a in train], epochs=40, lr=2e-3, seed=0)
-    held = [(x, a) for x, a in _expert_pairs(task, range(20, 26)) if a.action_type == kind]
+    pol.fit_sft([(x, render_response(a)) for x, a in train], epochs=epochs, lr=2e-3, seed=0)
+    held = [(x, a) for x, a in _expert_pairs(task, range(24, 36)) if a.action_type == kind]
     assert held
     outs = pol.act([x for x, _ in held], greedy=True)
     hits = [same_action(o.action, a) for o, (_, a) in zip(outs, held, strict=True)]
     pairs = [(o.action.text, a.text) for o, (_, a) in zip(outs, held, strict=True)]
-    assert sum(hits) >= 2 * len(hits) / 3, pairs
+    assert sum(hits) >= share * len(hits), pairs

@@ -392,6 +392,41 @@ def test_count_log_prob_is_the_poisson_binomial_over_every_selection():
     assert float(pol._count_lp(hd, tg)[0].exp()) == pytest.approx(brute, rel=1e-5)
 
 
+def test_sum_answers_round_trip_and_score_every_selection_that_adds_up():
+    """A sum answer (the meters of two of a list's distances) decodes to itself; its log-prob sums the
+    Bernoulli probabilities of every selection of the screen's non-zero quantities giving that total
+    (here two: 1207 + 499 and 1706), and samples are scored as they were drawn."""
+    import itertools
+
+    els = [UIElement(text=t) for t in ("0.31 mi", "0.75 mi", "1706 m", "0:50:00", "0.00 mi", "cycling")]
+    x = PolicyInput(goal="What was the total distance covered for cycling activities?", elements=els)
+    pol = SmallPolicy(seed=2)
+    act = Action("answer", text="1706")
+    assert pol.round_trip([x], [act])[0] == (act, "")
+    feats = pol.featurize([x])
+    tg = pol._targets(feats, [render_response(act)])
+    assert sorted(tg.sums[0]) == [[0, 1], [2]]  # 499 + 1207 and 1706; never the zero distance
+    hd = pol._target_heads(feats, tg)
+    p = torch.sigmoid(hd.sum[0]).detach()
+    terms = [0, 1, 2, 3]  # the screen's non-zero quantities (0:50:00 is 50 minutes)
+    assert (hd.sum[0, [4, 5]] < -1e8).all()  # zero and label-only elements cannot be added
+    brute = sum(math.prod(float(p[i]) if i in sel else 1 - float(p[i]) for i in terms)
+                for sel in ([0, 1], [2]))
+    assert float(pol._sum_lp(hd, tg)[0].detach().exp()) == pytest.approx(brute, rel=1e-5)
+    assert not any(sum((499, 1207, 1706, 50)[i] for i in sel) == 1706 and list(sel) not in ([0, 1], [2])
+                   for k in range(5) for sel in itertools.combinations(terms, k))
+    # sampled sums are scored as drawn (an untrained policy picks every answer form)
+    texts = set()
+    for _ in range(6):
+        outs = pol.act([x] * 32)
+        lp = pol.log_probs([x] * 32, [o.text for o in outs]).detach()
+        assert torch.allclose(lp, torch.tensor([o.logprob for o in outs]), atol=1e-4)
+        texts |= {o.action.text for o in outs if o.action.action_type == "answer"}
+    sums = {str(sum((499, 1207, 1706, 50)[i] for i in sel)) for k in (2, 3, 4)
+            for sel in itertools.combinations(range(4), k)}
+    assert sums & texts, texts
+
+
 def test_typed_text_around_the_fields_text_round_trips():
     """Editing a note: a copied line typed above or below the field's current text (a blank line between,
     for a header), which the field shows with a trailing newline."""

@@ -1,0 +1,77 @@
+"""SimDroid draws AndroidWorld's params and goal text for the same instance seed.
+
+`tests/data/androidworld_params.json` holds, for every AndroidWorld task, the params and goal that
+android_world's own `generate_random_params()` produced for instances 0-4 of its default suite (seed 30),
+written by `tools/export_androidworld_params.py` (dataclass rows as dicts of their fields, dates as ISO
+strings). The tasks in MATCHED are the ones SimDroid reproduces exactly; `tools/compare_params.py` reports
+the rest.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from voyager_gym.backends.sim.tasks import TASKS
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
+
+MATCHED = [
+    # system
+    "OpenAppTaskEval",
+    "SystemBluetoothTurnOff",
+    "SystemBluetoothTurnOffVerify",
+    "SystemBluetoothTurnOn",
+    "SystemBluetoothTurnOnVerify",
+    "SystemBrightnessMax",
+    "SystemBrightnessMaxVerify",
+    "SystemBrightnessMin",
+    "SystemBrightnessMinVerify",
+    "SystemCopyToClipboard",
+    "SystemWifiTurnOff",
+    "SystemWifiTurnOffVerify",
+    "SystemWifiTurnOn",
+    "SystemWifiTurnOnVerify",
+    "TurnOffWifiAndTurnOnBluetooth",
+    "TurnOnWifiAndOpenApp",
+]
+
+# Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task
+# listed here produces a superset of AndroidWorld's params, equal on every AndroidWorld key.
+EXTRA_KEYS: dict[str, set[str]] = {}
+
+
+@pytest.fixture(scope="module")
+def fixture():
+    return json.loads(FIXTURE.read_text())
+
+
+def json_safe(v):
+    """The exporter's encoding for the kinds of values SimDroid's params hold."""
+    if isinstance(v, dict):
+        return {str(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v
+
+
+def test_fixture_covers_androidworld():
+    data = json.loads(FIXTURE.read_text())
+    assert data["_meta"]["tasks"] == 116 and len(data) == 117
+    assert all(len(v) == data["_meta"]["instances"] for k, v in data.items() if k != "_meta")
+
+
+@pytest.mark.parametrize("name", MATCHED)
+def test_params_and_goal_match_androidworld(backend, fixture, name):
+    for inst in fixture[name]:
+        params = backend.generate_params(name, inst["seed"])
+        got = json_safe(params)
+        extra = EXTRA_KEYS.get(name, set())
+        keys = f"{name}: keys {sorted(got)} vs AndroidWorld's {sorted(inst['params'])}"
+        assert set(got) - set(inst["params"]) == extra and set(inst["params"]) <= set(got), keys
+        got = {k: v for k, v in got.items() if k not in extra}
+        assert got == inst["params"], f"{name} seed {inst['seed']}"
+        assert TASKS[name](params).goal == inst["goal"], f"{name} seed {inst['seed']}"
+        assert TASKS[name].complexity == inst["complexity"], name

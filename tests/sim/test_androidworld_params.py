@@ -34,6 +34,19 @@ MATCHED = [
     "SystemWifiTurnOnVerify",
     "TurnOffWifiAndTurnOnBluetooth",
     "TurnOnWifiAndOpenApp",
+    # contacts, files, markor (MarkorCreateFolder: AndroidWorld names the folder after the wall clock)
+    "ContactsAddContact",
+    "ContactsNewContactDraft",
+    "FilesDeleteFile",
+    "FilesMoveFile",
+    "MarkorAddNoteHeader",
+    "MarkorChangeNoteContent",
+    "MarkorCreateNote",
+    "MarkorDeleteAllNotes",
+    "MarkorDeleteNewestNote",
+    "MarkorDeleteNote",
+    "MarkorEditNote",
+    "MarkorMoveNote",
 ]
 
 # Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task

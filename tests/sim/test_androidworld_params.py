@@ -47,6 +47,13 @@ MATCHED = [
     "MarkorDeleteNote",
     "MarkorEditNote",
     "MarkorMoveNote",
+    # sms
+    "SimpleSmsReply",
+    "SimpleSmsReplyMostRecent",
+    "SimpleSmsResend",
+    "SimpleSmsSend",
+    "SimpleSmsSendClipboardContent",
+    "SimpleSmsSendReceivedAddress",
 ]
 
 # Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task

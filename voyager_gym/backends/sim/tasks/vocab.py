@@ -307,6 +307,17 @@ FOLDER_FILES: dict[str, tuple[str, ...]] = {
         "nature_sounds.mp3",
     ),
 }
+# Street addresses (SimpleSmsSendReceivedAddress).
+ADDRESSES = (
+    "123 Main St Girdwood, AK, 99587",
+    "6 Elm St, Birmingham, AL, 35217",
+    "789 E Oak St, Phoenix AZ 85006",
+    "1011 S Maple St, Little Rock, AR, 72204",
+    "1415 W Cedar Ave Denver, CO, 80223",
+    "968 Spruce St, Hartford, CT, 06103",
+    "1819 Birch Ct, Dover, DE, 19901",
+    "2021 Poplar St, Atlanta, GA, 30340",
+)
 # File names are an adjective and a noun, then varied.
 ADJECTIVES = (
     "quick",

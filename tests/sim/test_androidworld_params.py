@@ -54,6 +54,9 @@ MATCHED = [
     "SimpleSmsSend",
     "SimpleSmsSendClipboardContent",
     "SimpleSmsSendReceivedAddress",
+    # vlc
+    "VlcCreatePlaylist",
+    "VlcCreateTwoPlaylists",
 ]
 
 # Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task

@@ -17,6 +17,12 @@ from voyager_gym.backends.sim.tasks import TASKS
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
 
 MATCHED = [
+    # expense
+    "ExpenseAddMultiple",
+    "ExpenseAddSingle",
+    "ExpenseDeleteDuplicates",
+    "ExpenseDeleteMultiple",
+    "ExpenseDeleteSingle",
     # system
     "OpenAppTaskEval",
     "SystemBluetoothTurnOff",

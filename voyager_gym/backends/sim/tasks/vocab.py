@@ -450,6 +450,15 @@ def random_date_str(rng: random.Random) -> str:
     return day.strftime("%Y_%m_%d")
 
 
+def random_october_2023_ts(
+    rng: random.Random, start_day: int = 15, end_day: int = 31, start_hour: int = 0
+) -> int:
+    """Unix seconds of a whole hour in October 2023 (UTC, the device's zone): the day, then the hour."""
+    day = rng.randint(start_day, end_day)
+    hour = rng.randint(start_hour, 23)
+    return int(dt.datetime(2023, 10, day, hour, tzinfo=dt.UTC).timestamp())
+
+
 def modified_file_name(rng: random.Random, base: str) -> str:
     """A variant of `base`: a date, a random 4-character tag, or backup/copy/final/edited, as a prefix or a
     suffix of the stem (the extension stays last)."""

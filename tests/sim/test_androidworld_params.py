@@ -53,6 +53,12 @@ MATCHED = [
     "MarkorDeleteNote",
     "MarkorEditNote",
     "MarkorMoveNote",
+    # recipe
+    "RecipeAddSingleRecipe",
+    "RecipeDeleteDuplicateRecipes",
+    "RecipeDeleteMultipleRecipes",
+    "RecipeDeleteSingleRecipe",
+    "RecipeDeleteSingleWithRecipeWithNoise",
     # sms
     "SimpleSmsReply",
     "SimpleSmsReplyMostRecent",

@@ -59,6 +59,12 @@ MATCHED = [
     "RecipeDeleteMultipleRecipes",
     "RecipeDeleteSingleRecipe",
     "RecipeDeleteSingleWithRecipeWithNoise",
+    # calendar (add and delete)
+    "SimpleCalendarAddOneEvent",
+    "SimpleCalendarAddOneEventRelativeDay",
+    "SimpleCalendarAddOneEventTomorrow",
+    "SimpleCalendarDeleteEvents",
+    "SimpleCalendarDeleteOneEvent",
     # sms
     "SimpleSmsReply",
     "SimpleSmsReplyMostRecent",

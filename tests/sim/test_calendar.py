@@ -21,8 +21,8 @@ def start(backend, name, seed=7):
 
 
 def add_expected(dev, task, **changes):
-    p = task.params
-    row = make_event(dev, p["event_title"], p["start_ts"], p["end_ts"], p["event_description"])
+    p = task.params["row_objects"][0]  # the event to add, as AndroidWorld's params hold it
+    row = make_event(dev, p["title"], p["start_ts"], p["end_ts"], p["description"])
     row.update(changes)
     events(dev).append(row)
     return row
@@ -45,7 +45,7 @@ def test_add_event_near_misses(backend, name):
         {"location": "Room 5"},
     ):
         task, dev = start(backend, name)
-        p = task.params
+        p = task.params["row_objects"][0]
         if change.get("end_ts", 0) is None:
             change = {"end_ts": p["end_ts"] + 15 * 60}
         elif "start_ts" in change:

@@ -11,11 +11,13 @@ import copy
 import datetime as dt
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.calendar import PKG, dt_of, events, long_date, make_event, ts_of
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -92,22 +94,80 @@ def gen_description(rng: random.Random) -> str:
     return text
 
 
-def gen_event(rng: random.Random, first_day: int = 15, last_day: int = 31) -> dict[str, Any]:
-    """A random October-2023 event on the hour (AndroidWorld's generator): 15-60 minutes long."""
-    start = ts_of(dt.date(2023, 10, rng.randint(first_day, last_day)), rng.randint(0, 23))
-    end = start + rng.choice([15, 30, 45, 60]) * 60
+def event_row(
+    start_ts: int, end_ts: int, title: str, description: str = "", location: str = ""
+) -> dict[str, Any]:
+    """A row with every column of AndroidWorld's CalendarEvent, in its order, at its defaults (id -1 until
+    the row is inserted)."""
     return {
-        "title": gen_title(rng),
-        "description": gen_description(rng),
-        "location": "",
-        "start_ts": start,
-        "end_ts": end,
+        "start_ts": int(start_ts),
+        "end_ts": int(end_ts),
+        "title": title,
+        "location": location,
+        "description": description,
+        "repeat_interval": 0,
+        "repeat_rule": 0,
+        "reminder_1_minutes": -1,
+        "reminder_2_minutes": -1,
+        "reminder_3_minutes": -1,
+        "reminder_1_type": 0,
+        "reminder_2_type": 0,
+        "reminder_3_type": 0,
+        "repeat_limit": 0,
+        "repetition_exceptions": "[]",
+        "attendees": "",
+        "import_id": "",
+        "time_zone": "UTC",
+        "flags": 0,
+        "event_type": 1,
+        "parent_id": 0,
+        "last_updated": 0,
+        "source": "imported-ics",
+        "availability": 0,
+        "color": 0,
+        "type": 0,
+        "id": -1,
     }
+
+
+def gen_event(rng: random.Random, first_day: int = 15, last_day: int = 31) -> dict[str, Any]:
+    """A random October-2023 event on the hour, 15-60 minutes long, drawn as AndroidWorld draws it (day and
+    hour, then the length, the title and the description)."""
+    start = vocab.random_october_2023_ts(rng, first_day, last_day)
+    end = start + rng.choice([15, 30, 45, 60]) * 60
+    return event_row(start, end, gen_title(rng), gen_description(rng))
 
 
 def any_day_event(rng: random.Random) -> dict[str, Any]:
     """A noise event on any day of October 2023."""
     return gen_event(rng, 1, 31)
+
+
+def noise_events(
+    rng: random.Random, n: int, keep: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """`n` distinct noise events (any day of October) that `keep` accepts (AndroidWorld's rejection
+    sampling)."""
+    out: list[dict[str, Any]] = []
+    while len(out) < n:
+        e = any_day_event(rng)
+        if keep(e) and e not in out:
+            out.append(e)
+    return out
+
+
+def event_params(e: dict[str, Any]) -> dict[str, Any]:
+    """The goal's fields of event `e` (AndroidWorld's add and delete-one params)."""
+    start = dt_of(e["start_ts"])
+    return {
+        "year": 2023,
+        "month": 10,
+        "day": start.day,
+        "hour": start.hour,
+        "duration_mins": (e["end_ts"] - e["start_ts"]) // 60,
+        "event_title": e["title"],
+        "event_description": e["description"],
+    }
 
 
 def insert(dev: DeviceState, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -193,38 +253,30 @@ class _AddEvent(SimTask):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         e = gen_event(rng, cls.first_day, cls.last_day)
-        start = dt_of(e["start_ts"])
-        return {
-            "year": 2023,
-            "month": 10,
-            "day": start.day,
-            "hour": start.hour,
-            "duration_mins": (e["end_ts"] - e["start_ts"]) // 60,
-            "event_title": e["title"],
-            "event_description": e["description"],
-            "day_of_week": start.strftime("%A"),
-            "start_ts": e["start_ts"],
-            "end_ts": e["end_ts"],
-            "n_noise": rng.randint(0, 20),
-        }
+        n_noise = rng.randint(0, 20)
+        noise = noise_events(rng, n_noise, lambda c: c["title"] != e["title"])
+        return {**event_params(e), "row_objects": [e], "noise_row_objects": noise}
+
+    @property
+    def goal(self) -> str:
+        day_of_week = dt_of(self.params["row_objects"][0]["start_ts"]).strftime("%A")
+        return self.template.format(**{**self.params, "day_of_week": day_of_week})
 
     def initialize(self, dev: DeviceState) -> None:
-        p = self.params
-        rng = self.rng("noise")
-        insert(dev, draw_noise(rng, p["n_noise"], any_day_event, lambda e: e["title"] != p["event_title"]))
+        insert(dev, self.params["noise_row_objects"])
         self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
         after = events(dev)
-        p = self.params
+        p = self.params["row_objects"][0]
 
         def matches(r: dict[str, Any]) -> bool:
             return (
                 r["start_ts"] == p["start_ts"]
                 and r["end_ts"] == p["end_ts"]
-                and fuzzy_match(r["title"], p["event_title"])
-                and fuzzy_match(r.get("location", ""), "")
-                and fuzzy_match(r.get("description", ""), p["event_description"])
+                and fuzzy_match(r["title"], p["title"])
+                and fuzzy_match(r.get("location", ""), p["location"])
+                and fuzzy_match(r.get("description", ""), p["description"])
                 and r.get("repeat_interval", 0) == 0
                 and r.get("repeat_rule", 0) == 0
             )
@@ -236,8 +288,8 @@ class _AddEvent(SimTask):
         return 1.0 if all(r in after for r in self.before) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        p = self.params
-        start, end = dt_of(p["start_ts"]), dt_of(p["end_ts"])
+        e = self.params["row_objects"][0]
+        start, end = dt_of(e["start_ts"]), dt_of(e["end_ts"])
         title = view.title
         if title in ("New Event", "Edit Event"):
             return self._fill(view, mem, start, end)
@@ -326,15 +378,9 @@ class _DeleteEvents(SimTask):
     n_rows = 3
     n_noise = 20
 
-    def targets(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def noise_ok(self, e: dict[str, Any]) -> bool:
-        raise NotImplementedError
-
     def initialize(self, dev: DeviceState) -> None:
-        insert(dev, draw_noise(self.rng("noise"), self.n_noise, any_day_event, self.noise_ok))
-        self.target_ids = [r["id"] for r in insert(dev, self.targets())]
+        insert(dev, self.params["noise_row_objects"])
+        self.target_ids = [r["id"] for r in insert(dev, self.params["row_objects"])]
         self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
@@ -354,35 +400,13 @@ class SimpleCalendarDeleteOneEvent(_DeleteEvents):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         e = gen_event(rng)
-        start = dt_of(e["start_ts"])
-        return {
-            "year": 2023,
-            "month": 10,
-            "day": start.day,
-            "hour": start.hour,
-            "event_title": e["title"],
-            "event_description": e["description"],
-            "duration_mins": (e["end_ts"] - e["start_ts"]) // 60,
-            "start_ts": e["start_ts"],
-            "end_ts": e["end_ts"],
-        }
-
-    def targets(self) -> list[dict[str, Any]]:
-        p = self.params
-        return [
-            {
-                "title": p["event_title"],
-                "description": p["event_description"],
-                "start_ts": p["start_ts"],
-                "end_ts": p["end_ts"],
-            }
-        ]
-
-    def noise_ok(self, e: dict[str, Any]) -> bool:
-        return e["start_ts"] != self.params["start_ts"] and e["title"] != self.params["event_title"]
+        noise = noise_events(
+            rng, cls.n_noise, lambda c: c["start_ts"] != e["start_ts"] and c["title"] != e["title"]
+        )
+        return {**event_params(e), "row_objects": [e], "noise_row_objects": noise}
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        p = self.params
+        p = {**self.params, **self.params["row_objects"][0]}
         if view.has(text="Are you sure you want to delete this event?"):
             mem["deleted"] = True
             return click(view.find(text="Yes"))
@@ -411,21 +435,11 @@ class SimpleCalendarDeleteEvents(_DeleteEvents):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        day = rng.randint(15, 31)
-        return {
-            "year": 2023,
-            "month": 10,
-            "day": day,
-            "targets": [gen_event(rng, day, day) for _ in range(cls.n_rows)],
-        }
-
-    def targets(self) -> list[dict[str, Any]]:
-        return [dict(t) for t in self.params["targets"]]
-
-    def noise_ok(self, e: dict[str, Any]) -> bool:
-        d = dt.date(2023, 10, self.params["day"])
-        lo, hi = ts_of(d), ts_of(d + dt.timedelta(days=1))
-        return not (e["start_ts"] < hi and e["end_ts"] > lo)
+        # AndroidWorld draws a whole event only to pick the day, then the targets on that day.
+        day = dt_of(gen_event(rng)["start_ts"]).day
+        targets = [gen_event(rng, day, day) for _ in range(cls.n_rows)]
+        noise = noise_events(rng, cls.n_noise, lambda c: dt_of(c["start_ts"]).day != day)
+        return {"year": 2023, "month": 10, "day": day, "row_objects": targets, "noise_row_objects": noise}
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         if view.has(text="Are you sure you want to delete this event?"):

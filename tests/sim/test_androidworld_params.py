@@ -53,6 +53,11 @@ MATCHED = [
     "MarkorDeleteNote",
     "MarkorEditNote",
     "MarkorMoveNote",
+    # joplin (information retrieval)
+    "NotesIsTodo",
+    "NotesMeetingAttendeeCount",
+    "NotesRecipeIngredientCount",
+    "NotesTodoItemCount",
     # recipe
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",

@@ -8,7 +8,12 @@ int(sha256(f"{suite_seed}_{name}_{i}")) % 2**32, the task's device time is set, 
 is seeded with it, `generate_random_params()` runs, and `params["seed"]` is set to the instance seed.
 
 Output: {task: [{"index": i, "seed": s, "params": {...}, "goal": str, "complexity": float}, ...], ...} plus
-a "_meta" entry (keys starting with "_" are not tasks). Values are made JSON-safe as follows:
+a "_meta" entry (keys starting with "_" are not tasks). For the information-retrieval tasks an instance also
+has "init_goal" and "init_state": AndroidWorld fills their task definition at initialization (after seeding
+`random` again with the instance seed: `_without_replacement` fields are drawn, then date params are reworded,
+e.g. "October 24 2023" -> "this Tuesday"), so the goal an agent sees is `init_goal`, and `init_state` is the
+relevant app state it seeds (the definition's `relevant_state`, as a dict); both need no device.
+Values are made JSON-safe as follows:
   - str, int, float, bool, None: unchanged; tuples become lists; dict keys become strings;
   - a dataclass (e.g. an Expense, Recipe or CalendarEvent row) becomes a dict of its fields, in field order
     (class-level constants are not fields and are left out);
@@ -69,11 +74,27 @@ def json_safe(v: Any) -> Any:
     raise TypeError(f"no JSON encoding for {type(v).__module__}.{type(v).__name__}: {v!r:.80}")
 
 
+def ir_initialized(cls: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The device-free part of an IR task's initialization (InformationRetrieval.initialize_task after the
+    base class seeds `random` with the instance seed): the goal and relevant state it leaves."""
+    from android_world.task_evals.information_retrieval import information_retrieval, proto_utils
+    from google.protobuf import json_format
+
+    p = dict(params)
+    task = cls(p)
+    random.seed(p["seed"])
+    proto_utils.initialize_proto(task.task, task.params)
+    information_retrieval._maybe_replace_date(task.params)  # noqa: SLF001 (replicating its initialization)
+    state = json_format.MessageToDict(task.task.relevant_state, preserving_proto_field_name=True)
+    return {"init_goal": task.goal, "init_state": state}
+
+
 def export(n: int, suite_seed: int) -> dict[str, Any]:
     from android_world import registry
 
     reg = registry.TaskRegistry()
     tasks = reg.get_registry(reg.ANDROID_WORLD_FAMILY)
+    ir_names = set(reg.get_registry(reg.INFORMATION_RETRIEVAL_FAMILY))
     out: dict[str, Any] = {}
     for name in sorted(tasks):
         cls = tasks[name]
@@ -85,15 +106,16 @@ def export(n: int, suite_seed: int) -> dict[str, Any]:
             params = cls.generate_random_params()
             params["seed"] = s
             task = cls(params)
-            rows.append(
-                {
-                    "index": i,
-                    "seed": s,
-                    "params": json_safe(params),
-                    "goal": task.goal,
-                    "complexity": float(task.complexity),
-                }
-            )
+            row = {
+                "index": i,
+                "seed": s,
+                "params": json_safe(params),
+                "goal": task.goal,
+                "complexity": float(task.complexity),
+            }
+            if name in ir_names:
+                row.update(ir_initialized(cls, params))
+            rows.append(row)
         out[name] = rows
     return out
 

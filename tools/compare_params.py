@@ -8,6 +8,8 @@ same JSON-safe way, and reports per task:
   types  the JSON type shape of every shared key agrees (nested lists and dicts included);
   values every shared key's value is equal (all instances);
   goal   the goal text is equal word for word (all instances);
+  init   information-retrieval tasks only: the goal after the task's initialization (AndroidWorld rewords
+         dates then; SimDroid's is the goal `reset` returns) is equal ("-" for other tasks);
 then a summary (how many of SimDroid's tasks agree on each). Run from the repository root:
 
     python tools/compare_params.py [--fixture PATH] [--task NAME ...] [--diff]
@@ -22,6 +24,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another one installed in the environment
@@ -69,6 +73,7 @@ class Row:
     types: bool
     values: bool
     goal: bool
+    init: bool | None
     note: str
 
 
@@ -76,6 +81,7 @@ def compare_task(name: str, instances: list[dict[str, Any]], backend: Any) -> tu
     from voyager_gym.backends.sim.tasks import TASKS
 
     keys, types, values, goal = "=", True, True, True
+    init: bool | None = None
     missing: set[str] = set()
     extra: set[str] = set()
     bad_types: set[str] = set()
@@ -100,6 +106,13 @@ def compare_task(name: str, instances: list[dict[str, Any]], backend: Any) -> tu
             goal = False
             if len(diffs) < 8:
                 diffs.append(f"  seed {s} goal:\n    aw : {inst['goal']}\n    sim: {sim_goal}")
+        if "init_goal" in inst:
+            init = init if init is not None else True
+            got = backend.reset(name, backend.generate_params(name, s), np.random.default_rng(0))
+            if got != inst["init_goal"]:
+                init = False
+                if len(diffs) < 10:
+                    diffs.append(f"  seed {s} init goal:\n    aw : {inst['init_goal']}\n    sim: {got}")
     if missing:
         keys = "x"
     elif extra:
@@ -115,7 +128,7 @@ def compare_task(name: str, instances: list[dict[str, Any]], backend: Any) -> tu
         note.append("types " + ",".join(sorted(bad_types)))
     if bad_values:
         note.append("values " + ",".join(sorted(bad_values)))
-    return Row(name, keys, types, values, goal, "; ".join(note)), diffs
+    return Row(name, keys, types, values, goal, init, "; ".join(note)), diffs
 
 
 def main() -> None:
@@ -132,15 +145,18 @@ def main() -> None:
     backend = SimDroidBackend(render_scale=0.1, noise="none")
     names = sorted(args.task or TASKS)
     rows: list[Row] = []
-    print(f"{'task':48s} keys types values goal  note")
+    print(f"{'task':48s} keys types values goal  init note")
     for name in names:
         if name not in data:
             print(f"{name:48s} (not in AndroidWorld's fixture)")
             continue
         row, diffs = compare_task(name, data[name], backend)
         rows.append(row)
-        yn = {True: "yes", False: "no"}
-        print(f"{name:48s} {row.keys:4s} {yn[row.types]:5s} {yn[row.values]:6s} {yn[row.goal]:5s} {row.note}")
+        yn = {True: "yes", False: "no", None: "-"}
+        print(
+            f"{name:48s} {row.keys:4s} {yn[row.types]:5s} {yn[row.values]:6s} {yn[row.goal]:5s} "
+            f"{yn[row.init]:4s} {row.note}"
+        )
         if args.diff:
             for d in diffs:
                 print(d)
@@ -151,7 +167,8 @@ def main() -> None:
         f"{len(data[rows[0].task]) if rows else 0} instances each):\n"
         f"  same keys {sum(r.keys == '=' for r in rows)}/{n} (superset {sum(r.keys == '+' for r in rows)}), "
         f"same types {sum(r.types for r in rows)}/{n}, same values {sum(r.values for r in rows)}/{n}, "
-        f"same goal text {sum(r.goal for r in rows)}/{n}; all four {full}/{n}"
+        f"same goal text {sum(r.goal for r in rows)}/{n}; all four {full}/{n}; "
+        f"initialized IR goal {sum(bool(r.init) for r in rows)}/{sum(r.init is not None for r in rows)}"
     )
 
 

@@ -10,6 +10,7 @@ the rest.
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from voyager_gym.backends.sim.tasks import TASKS
@@ -70,6 +71,11 @@ MATCHED = [
     "SimpleCalendarAddOneEventTomorrow",
     "SimpleCalendarDeleteEvents",
     "SimpleCalendarDeleteOneEvent",
+    # calendar (information retrieval)
+    "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventsOnDate",
+    "SimpleCalendarLocationOfEvent",
+    "SimpleCalendarNextEvent",
     # sms
     "SimpleSmsReply",
     "SimpleSmsReplyMostRecent",
@@ -80,6 +86,19 @@ MATCHED = [
     # vlc
     "VlcCreatePlaylist",
     "VlcCreateTwoPlaylists",
+]
+
+# Information-retrieval tasks whose goal after initialization (AndroidWorld rewords dates then, drawing from
+# the instance seed) is AndroidWorld's too: the goal `reset` returns equals the fixture's `init_goal`.
+INIT_MATCHED = [
+    "NotesIsTodo",
+    "NotesMeetingAttendeeCount",
+    "NotesRecipeIngredientCount",
+    "NotesTodoItemCount",
+    "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventsOnDate",
+    "SimpleCalendarLocationOfEvent",
+    "SimpleCalendarNextEvent",
 ]
 
 # Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task
@@ -121,3 +140,10 @@ def test_params_and_goal_match_androidworld(backend, fixture, name):
         assert got == inst["params"], f"{name} seed {inst['seed']}"
         assert TASKS[name](params).goal == inst["goal"], f"{name} seed {inst['seed']}"
         assert TASKS[name].complexity == inst["complexity"], name
+
+
+@pytest.mark.parametrize("name", INIT_MATCHED)
+def test_initialized_ir_goal_matches_androidworld(backend, fixture, name):
+    for inst in fixture[name]:
+        goal = backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
+        assert goal == inst["init_goal"], f"{name} seed {inst['seed']}"

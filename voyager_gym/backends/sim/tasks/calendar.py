@@ -17,7 +17,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.calendar import PKG, dt_of, events, long_date, make_event, ts_of
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
-from voyager_gym.backends.sim.tasks import vocab
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -221,7 +221,12 @@ def collect_rows(view: View, mem: dict[str, Any], key: str) -> list[tuple[str, s
     st = mem[key]
     titles = view.find_all(rid=f"{PKG}:id/event_item_title")
     times = view.find_all(rid=f"{PKG}:id/event_item_time")
-    for ti, tm in zip(titles, times, strict=False):
+    for k, ti in enumerate(titles):
+        # a row's time follows its title; a row cut off at the list's edge may show only one of them
+        nxt = titles[k + 1] if k + 1 < len(titles) else len(view.elements)
+        tm = next((j for j in times if ti < j < nxt), None)
+        if tm is None:
+            continue
         pair = (view.el(ti).text, view.el(tm).text, view.el(ti).bbox_pixels.y_min)
         if not any(p[0] == pair[0] and p[1] == pair[1] for p in seen):
             seen.append(pair)
@@ -638,7 +643,15 @@ class _CalendarIR(SimTask):
     def expected(self) -> list[str]:
         return [e["title"] for e in self.target_events()]
 
+    def setup_params(self, rng: random.Random) -> None:
+        """AndroidWorld's IR setup draws, from a generator seeded with the instance seed: the
+        `_without_replacement` fields (none by default), then the date rewording of the goal."""
+
     def initialize(self, dev: DeviceState) -> None:
+        self.day = vocab.ir_date(self.params["date"]) if "date" in self.params else TODAY
+        rng = random.Random(self.params.get("seed", 0))
+        self.setup_params(rng)
+        vocab.reword_dates(self.params, rng)
         rng = self.rng("noise")
         specs = self.target_events() + draw_noise(
             rng, self.n_noise, random_noise_event, lambda e: not self.excluded(e)
@@ -666,7 +679,7 @@ class _DayQuestion(_CalendarIR):
     """Questions answered by reading one day's event list."""
 
     def the_day(self) -> dt.date:
-        return dt.date.fromisoformat(self.params["date_iso"])
+        return self.day  # the `date` param before it was reworded
 
     def excluded(self, e: dict[str, Any]) -> bool:
         return overlaps_day(e, self.the_day())
@@ -693,14 +706,7 @@ class SimpleCalendarEventsOnDate(_DayQuestion):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        d = rng.choice(IR_DATES)
-        return {
-            "time": rng.choice(TIMES),
-            "date_iso": d.isoformat(),
-            "duration": rng.choice(DURATIONS),
-            "title": rng.choice(EVENTS_ON_DATE_TITLES),
-            "date": reword_date(d, rng),
-        }
+        return ir_vocab.draw(cls.name, rng)  # time, date ("October 24 2023"), duration, title
 
     def target_events(self) -> list[dict[str, Any]]:
         p = self.params
@@ -717,23 +723,16 @@ class SimpleCalendarAnyEventsOnDate(_DayQuestion):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        d = rng.choice(IR_DATES)
-        title = rng.choice(MEETING_TITLES)
-        time_s = rng.choice(TIMES)
-        others = rng.sample([t for t in MEETING_TITLES if t != title], 3)
-        times = rng.sample([t for t in TIMES if t != time_s], 3)
-        return {
-            "date_iso": d.isoformat(),
-            "title": title,
-            "time": time_s,
-            "titles": others,
-            "times": times,
-            "date": reword_date(d, rng),
-        }
+        return ir_vocab.draw(cls.name, rng)  # date, title, time (the events draw their own, see below)
+
+    def setup_params(self, rng: random.Random) -> None:
+        """Three one-hour events on the date, each a time then a title drawn without replacement (the
+        `title` and `time` params excluded), as AndroidWorld fills its definition."""
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        self.events = [(pool.draw(rng, "time"), pool.draw(rng, "title")) for _ in range(3)]
 
     def target_events(self) -> list[dict[str, Any]]:
-        p = self.params
-        return [_event(self.the_day(), tm, t, 3600) for t, tm in zip(p["titles"], p["times"], strict=True)]
+        return [_event(self.the_day(), tm, t, 3600) for tm, t in self.events]
 
 
 @register_task
@@ -745,16 +744,11 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {
-            "title": rng.choice(LOCATION_TITLES),
-            "location": rng.choice(LOCATIONS),
-            "date_iso": rng.choice(IR_DATES).isoformat(),
-            "time": rng.choice(LOCATION_TIMES),
-        }
+        return ir_vocab.draw(cls.name, rng)  # title, location, date, time
 
     def target_events(self) -> list[dict[str, Any]]:
         p = self.params
-        return [_event(dt.date.fromisoformat(p["date_iso"]), p["time"], p["title"], 1800, p["location"])]
+        return [_event(self.day, p["time"], p["title"], 1800, p["location"])]  # AndroidWorld's default 30 min
 
     def excluded(self, e: dict[str, Any]) -> bool:
         return self.params["title"].lower() in e["title"].lower()
@@ -794,11 +788,9 @@ class SimpleCalendarNextEvent(_CalendarIR):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {
-            "time": rng.choice(NEXT_TIMES),
-            "duration": rng.choice(DURATIONS),
-            "title": rng.choice(MEETING_TITLES),
-        }
+        # time, duration, title; AndroidWorld's times include "12:00am", an event already over at 15:34,
+        # which its verifier still expects as the answer.
+        return ir_vocab.draw(cls.name, rng)
 
     def target_events(self) -> list[dict[str, Any]]:
         p = self.params
@@ -823,6 +815,9 @@ class SimpleCalendarNextEvent(_CalendarIR):
         if not isinstance(rows, list):
             return rows
         now = START_TIME.strftime("%H:%M")
+        if parse_time(self.params["time"]).strftime("%H:%M") < now:
+            # AndroidWorld's "12:00am": its verifier expects that past event's title; answer what it reads.
+            now = parse_time(self.params["time"]).strftime("%H:%M")
         upcoming = [(tm[:5], t) for t, tm in rows if re.match(r"\d\d:\d\d - ", tm) and tm[:5] >= now]
         if not upcoming:
             return answer_once(mem, "")

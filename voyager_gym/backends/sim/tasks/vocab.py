@@ -479,3 +479,58 @@ def random_file_name(rng: random.Random) -> str:
     adjective = rng.choice(ADJECTIVES)
     return modified_file_name(rng, f"{adjective}_{rng.choice(NOUNS)}")
 
+
+
+# -- information-retrieval setup (AndroidWorld fills an IR task's definition when it initializes it) ---------
+IR_DATE_FORMAT = "%B %d %Y"  # "October 24 2023"
+DEVICE_DATE = dt.date(2023, 10, 15)
+
+
+def ir_date(text: str) -> dt.date:
+    return dt.datetime.strptime(text, IR_DATE_FORMAT).date()
+
+
+def date_phrasings(d: dt.date) -> list[str]:
+    """The ways AndroidWorld may word date `d` in an IR goal, in its order: month and day, with the year,
+    today/tomorrow/yesterday, the weekday and "this <weekday>" within a week ahead, "the <weekday> after next"
+    within two, the weekday within a week back."""
+    out = [d.strftime("%B %d"), d.strftime(IR_DATE_FORMAT)]
+    delta = (d - DEVICE_DATE).days
+    out += {0: ["today"], 1: ["tomorrow"], -1: ["yesterday"]}.get(delta, [])
+    day = d.strftime("%A")
+    if 0 < delta <= 7:
+        out += [day, f"this {day}"]
+    elif 7 < delta <= 14:
+        out.append(f"the {day} after next")
+    if -7 <= delta < 0:
+        out.append(day)
+    return out
+
+
+def reword_dates(params: dict, rng: random.Random) -> None:
+    """AndroidWorld's last step of IR setup, in place: every string param (but the seed) that reads as a date
+    ("October 24 2023") becomes one of its phrasings, drawn in param order."""
+    for key, value in params.items():
+        if key == "seed" or not isinstance(value, str) or not value:
+            continue
+        try:
+            d = ir_date(value)
+        except ValueError:
+            continue
+        params[key] = rng.choice(date_phrasings(d))
+
+
+class WithoutReplacement:
+    """AndroidWorld's `{<param>_without_replacement}` fields: each draws one of the param's possible values
+    that neither the task's params nor an earlier such field has taken."""
+
+    def __init__(self, vocab: dict[str, tuple[str, ...]], params: dict[str, str]):
+        self.left = {k: list(vs) for k, vs in vocab.items()}
+        for k, values in self.left.items():
+            if params.get(k) in values:
+                values.remove(params[k])  # the first occurrence, as AndroidWorld removes it
+
+    def draw(self, rng: random.Random, param: str) -> str:
+        value = rng.choice(self.left[param])
+        self.left[param].remove(value)
+        return value

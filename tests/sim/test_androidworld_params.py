@@ -83,6 +83,10 @@ MATCHED = [
     "SimpleSmsSend",
     "SimpleSmsSendClipboardContent",
     "SimpleSmsSendReceivedAddress",
+    # tasks (information retrieval)
+    "TasksDueOnDate",
+    "TasksHighPriorityTasks",
+    "TasksIncompleteTasksOnDate",
     # vlc
     "VlcCreatePlaylist",
     "VlcCreateTwoPlaylists",
@@ -99,6 +103,9 @@ INIT_MATCHED = [
     "SimpleCalendarEventsOnDate",
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
+    "TasksDueOnDate",
+    "TasksHighPriorityTasks",
+    "TasksIncompleteTasksOnDate",
 ]
 
 # Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task
@@ -147,3 +154,33 @@ def test_initialized_ir_goal_matches_androidworld(backend, fixture, name):
     for inst in fixture[name]:
         goal = backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
         assert goal == inst["init_goal"], f"{name} seed {inst['seed']}"
+
+
+def _aw_drawn_state(name, state):
+    """The part of AndroidWorld's initialized relevant state that is drawn at setup, in SimDroid's shape."""
+    s = state["state"]
+    if name == "NotesTodoItemCount":
+        return [(n["title"], n["body"]) for n in s["notes_app"]["notes"]]
+    if name == "SimpleCalendarAnyEventsOnDate":
+        return [(e["start_time"], e["title"]) for e in s["calendar"]["events"]]
+    out = []
+    for t in s["tasks_app"]["tasks_app_tasks"]:
+        day = int(t["hide_until_date"].split()[1])  # "October 10 2023" -> 10
+        out.append((t["title"], int(t["importance"]), t["notes"], day, t["hide_until_time"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name, attr",
+    [
+        ("NotesTodoItemCount", "notes"),
+        ("SimpleCalendarAnyEventsOnDate", "events"),
+        ("TasksDueOnDate", "rows"),
+        ("TasksIncompleteTasksOnDate", "rows"),
+    ],
+)
+def test_ir_setup_draws_androidworld_relevant_state(backend, fixture, name, attr):
+    """Items AndroidWorld draws without replacement at setup are the same ones, in the same order."""
+    for inst in fixture[name]:
+        backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
+        assert getattr(backend.task, attr) == _aw_drawn_state(name, inst["init_state"]), inst["seed"]

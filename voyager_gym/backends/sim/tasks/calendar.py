@@ -143,9 +143,7 @@ def any_day_event(rng: random.Random) -> dict[str, Any]:
     return gen_event(rng, 1, 31)
 
 
-def noise_events(
-    rng: random.Random, n: int, keep: Callable[[dict[str, Any]], bool]
-) -> list[dict[str, Any]]:
+def noise_events(rng: random.Random, n: int, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
     """`n` distinct noise events (any day of October) that `keep` accepts (AndroidWorld's rejection
     sampling)."""
     out: list[dict[str, Any]] = []
@@ -458,122 +456,7 @@ class SimpleCalendarDeleteEvents(_DeleteEvents):
         return click(rows[0]) if rows else done()
 
 
-# -- information retrieval ---------------------------------------------------------------------------------
-TIMES = (
-    "11:00am",
-    "1:30pm",
-    "9:45am",
-    "21:45",
-    "10:00am",
-    "3:15pm",
-    "12pm",
-    "6:30am",
-    "8:00pm",
-    "12am",
-    "5:20pm",
-    "23:59",
-    "7:45am",
-    "4pm",
-    "10:30am",
-    "16:15",
-    "2:45am",
-    "9:15pm",
-    "11:30am",
-    "20:00",
-)
-DURATIONS = (
-    "30 m",
-    "60 minutes",
-    "45min",
-    "1 h",
-    "2 hours",
-    "15 minutes",
-    "1.5 hours",
-    "90 min",
-    "20 min",
-    "3 h",
-    "25 minutes",
-    "10 min",
-    "50 min",
-    "2.5 hours",
-    "75 minutes",
-    "5 minutes",
-)
-IR_TITLES = (
-    "Product demo",
-    "Team lunch",
-    "Coffee with CEO",
-    "Quarterly review",
-    "Scrum meeting",
-    "Doctor's appointment",
-    "Birthday party",
-    "Coding challenge",
-    "Board meeting",
-    "Marketing strategy workshop",
-    "Movie night",
-    "Dinner with friends",
-    "Concert",
-    "Game night",
-    "Date night",
-    "Weekend trip",
-    "Family reunion",
-    "Volunteer cleanup",
-    "Sports game",
-)
-EVENTS_ON_DATE_TITLES = ("Data Dive", "Bug Bash", "Dan's Birthday Party", "Trivia Night") + IR_TITLES
-MEETING_TITLES = ("Team Meeting", "1-on-1 with Manager") + IR_TITLES
-LOCATION_TITLES = ("Marketing Brainstorm", "Lunch with Client", "Team Offsite") + IR_TITLES
-LOCATIONS = (
-    "Conference Room A",
-    "McDonald's",
-    "100 Main St Chicago",
-    "City Park",
-    "The Coffee Bean",
-    "Sarah's apartment",
-    "Conference Room A",
-    "Zoom meeting",
-    "Riverside Restaurant",
-    "Local library",
-    "Bowling alley",
-    "Community center",
-    "Online",
-    "The beach",
-    "John's backyard",
-    "State Park",
-    "Art Museum",
-    "Hiking trail",
-    "Downtown",
-    "Mall",
-    "The gym",
-    "School auditorium",
-    "Virtual",
-)
-LOCATION_TIMES = ("11:00", "1:30pm", "9:45am") + TIMES
-# NextEvent's times all lie after 15:34 ("12:00am" of AndroidWorld's list is left out: it is in the past).
-NEXT_TIMES = (
-    "3:53pm",
-    "21:45",
-    "5pm",
-    "17:30",
-    "16:00",
-    "18:30",
-    "18:45",
-    "7pm",
-    "7:15pm",
-    "21:45",
-    "8pm",
-    "8:10pm",
-    "5:20pm",
-    "23:59",
-    "4:00pm",
-    "16:15",
-    "9:15pm",
-    "20:40",
-    "22:35",
-)
-IR_DATES = tuple(dt.date(2023, 10, d) for d in range(15, 30))
-
-
+# -- information retrieval (params and their vocabularies: tasks/ir_vocab.py) -------------------------------
 def parse_time(s: str) -> dt.time:
     """AndroidWorld's time formats: '21:45', '9:45am', '4pm'."""
     for fmt in ("%H:%M", "%I:%M%p", "%I%p"):
@@ -589,25 +472,6 @@ def parse_duration(s: str) -> int:
     if "h" in s:
         return int(3600 * float(s[: s.find("h")].strip()))
     return 60 * int(s[: s.find("m")].strip())
-
-
-def reword_date(d: dt.date, rng: random.Random) -> str:
-    """AndroidWorld's natural-language date: 'October 16', 'October 16 2023', today, weekday forms."""
-    opts = [d.strftime("%B %d"), d.strftime("%B %d %Y")]
-    delta = (d - TODAY).days
-    if delta == 0:
-        opts.append("today")
-    if delta == 1:
-        opts.append("tomorrow")
-    if delta == -1:
-        opts.append("yesterday")
-    if 0 < delta <= 7:
-        opts += [d.strftime("%A"), f"this {d.strftime('%A')}"]
-    elif 7 < delta <= 14:
-        opts.append(f"the {d.strftime('%A')} after next")
-    if -7 <= delta < 0:
-        opts.append(d.strftime("%A"))
-    return rng.choice(opts)
 
 
 def random_noise_event(rng: random.Random) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.joplin import PKG, add_note
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.backends.sim.tasks import ir_vocab
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -318,15 +318,14 @@ class NotesTodoItemCount(_NotesIR):
         return ir_vocab.draw(cls.name, rng)  # folder, title, body (the notes draw their own, see below)
 
     def initialize(self, dev: DeviceState) -> None:
-        """Three to-dos in the folder whose titles and bodies are drawn without replacement from the title
-        and body vocabularies (AndroidWorld's `_without_replacement` fields; `title`/`body` go unused)."""
+        """Three to-dos in the folder, each a title then a body drawn without replacement (the `title` and
+        `body` params excluded) from a generator seeded with the instance seed, as AndroidWorld fills its
+        definition."""
         f = self.params["folder"]
-        vocab = dict(ir_vocab.IR_PARAMS[self.name])
-        rng = self.rng("todos")
-        titles, bodies = rng.sample(vocab["title"], 3), rng.sample(vocab["body"], 3)
-        rel = [
-            {"folder": f, "title": t, "body": b, "is_todo": True} for t, b in zip(titles, bodies, strict=True)
-        ]
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        rng = random.Random(self.params.get("seed", 0))
+        self.notes = [(pool.draw(rng, "title"), pool.draw(rng, "body")) for _ in range(3)]
+        rel = [{"folder": f, "title": t, "body": b, "is_todo": True} for t, b in self.notes]
         self.n_todos = len(rel)
         seed_notes(self, dev, rel, lambda n: n["is_todo"] and n["folder"].lower() == f.lower())
 

@@ -527,8 +527,11 @@ class WithoutReplacement:
     def __init__(self, vocab: dict[str, tuple[str, ...]], params: dict[str, str]):
         self.left = {k: list(vs) for k, vs in vocab.items()}
         for k, values in self.left.items():
-            if params.get(k) in values:
-                values.remove(params[k])  # the first occurrence, as AndroidWorld removes it
+            # AndroidWorld removes the param's value from the pool twice over (once for the whole definition,
+            # once more for its state), one occurrence each time: a value listed twice goes entirely.
+            for _ in range(2):
+                if params.get(k) in values:
+                    values.remove(params[k])
 
     def draw(self, rng: random.Random, param: str) -> str:
         value = rng.choice(self.left[param])

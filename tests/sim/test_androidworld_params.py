@@ -24,6 +24,11 @@ MATCHED = [
     "ExpenseDeleteDuplicates",
     "ExpenseDeleteMultiple",
     "ExpenseDeleteSingle",
+    # sports tracker (information retrieval)
+    "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivityDuration",
+    "SportsTrackerLongestDistanceActivity",
+    "SportsTrackerTotalDistanceForCategoryOverInterval",
     # system
     "OpenAppTaskEval",
     "SystemBluetoothTurnOff",
@@ -103,6 +108,10 @@ INIT_MATCHED = [
     "SimpleCalendarEventsOnDate",
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
+    "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivityDuration",
+    "SportsTrackerLongestDistanceActivity",
+    "SportsTrackerTotalDistanceForCategoryOverInterval",
     "TasksDueOnDate",
     "TasksHighPriorityTasks",
     "TasksIncompleteTasksOnDate",
@@ -163,6 +172,9 @@ def _aw_drawn_state(name, state):
         return [(n["title"], n["body"]) for n in s["notes_app"]["notes"]]
     if name == "SimpleCalendarAnyEventsOnDate":
         return [(e["start_time"], e["title"]) for e in s["calendar"]["events"]]
+    if name.startswith("SportsTracker"):
+        acts = s["sports_activity_app"]["sports_activities"]
+        return [{("distance" if k == "total_distance" else k): v for k, v in a.items()} for a in acts]
     out = []
     for t in s["tasks_app"]["tasks_app_tasks"]:
         day = int(t["hide_until_date"].split()[1])  # "October 10 2023" -> 10
@@ -177,6 +189,10 @@ def _aw_drawn_state(name, state):
         ("SimpleCalendarAnyEventsOnDate", "events"),
         ("TasksDueOnDate", "rows"),
         ("TasksIncompleteTasksOnDate", "rows"),
+        ("SportsTrackerActivitiesCountForWeek", "activities"),
+        ("SportsTrackerActivityDuration", "activities"),
+        ("SportsTrackerLongestDistanceActivity", "activities"),
+        ("SportsTrackerTotalDistanceForCategoryOverInterval", "activities"),
     ],
 )
 def test_ir_setup_draws_androidworld_relevant_state(backend, fixture, name, attr):

@@ -18,6 +18,10 @@ from voyager_gym.backends.sim.tasks import TASKS
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
 
 MATCHED = [
+    # browser (the page starts in Downloads, as AndroidWorld's does)
+    "BrowserDraw",
+    "BrowserMaze",
+    "BrowserMultiply",
     # expense
     "ExpenseAddMultiple",
     "ExpenseAddSingle",

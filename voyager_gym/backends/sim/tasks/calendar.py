@@ -303,6 +303,11 @@ class _AddEvent(SimTask):
             cell = view.find(desc=want.strftime("%d %B %Y")) if want else None
             if cell is not None and not view.el(cell).is_selected:
                 return click(cell)
+            month = view.find(rid="android:id/month_view")
+            if cell is None and want is not None and month is not None:
+                # the picker shows another month (an end past midnight at a month's end): step towards `want`
+                shown = dt.datetime.strptime(view.el(month).text, "%B %Y").date()
+                return click(view.find(rid="android:id/prev" if want < shown else "android:id/next"))
             return click(view.find(text="OK" if cell is not None else "Cancel"))
         if mem.get("saved"):
             return done()

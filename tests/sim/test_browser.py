@@ -21,8 +21,22 @@ def tap(backend, **find):
 
 
 def open_page(backend, name, seed):
+    """Start the task and open its page the way the goal says: Files -> Downloads -> task.html -> Chrome."""
     backend.reset(name, {"browser_task_seed": seed, "seed": seed}, np.random.default_rng(0))
+    backend.execute(Action("open_app", app_name="Files"))
+    tap(backend, desc="Show roots")
+    tap(backend, text="Downloads", rid="android:id/title")
+    tap(backend, text="task.html", rid="android:id/title")
+    tap(backend, text="Chrome", rid="android:id/text1")
+
+
+def test_the_page_starts_in_downloads_not_in_chrome(backend):
+    """AndroidWorld's start: task.html in Download, a fresh Chrome on a new tab."""
+    backend.reset("BrowserMaze", {"browser_task_seed": 5, "seed": 5}, np.random.default_rng(0))
+    assert backend.phone.dev.exists(chrome.TASK_FILE)
     backend.execute(Action("open_app", app_name="Google Chrome"))
+    assert not view(backend).has(rid="cell character")
+    assert backend.task.goal.startswith("Open the file task.html in Downloads in the file manager;")
 
 
 def test_lcg_matches_the_pages_generator():

@@ -1,11 +1,14 @@
 """Simple Calendar Pro: verifier near-misses for every task and the main UI flows driven through actions."""
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.calendar import PKG, events, make_event
 from voyager_gym.backends.sim.expert import run_expert
+from voyager_gym.backends.sim.tasks.vocab import date_phrasings
 
 ADD_TASKS = [
     "SimpleCalendarAddOneEvent",
@@ -21,8 +24,8 @@ def start(backend, name, seed=7):
 
 
 def add_expected(dev, task, **changes):
-    p = task.params
-    row = make_event(dev, p["event_title"], p["start_ts"], p["end_ts"], p["event_description"])
+    p = task.params["row_objects"][0]  # the event to add, as AndroidWorld's params hold it
+    row = make_event(dev, p["title"], p["start_ts"], p["end_ts"], p["description"])
     row.update(changes)
     events(dev).append(row)
     return row
@@ -45,7 +48,7 @@ def test_add_event_near_misses(backend, name):
         {"location": "Room 5"},
     ):
         task, dev = start(backend, name)
-        p = task.params
+        p = task.params["row_objects"][0]
         if change.get("end_ts", 0) is None:
             change = {"end_ts": p["end_ts"] + 15 * 60}
         elif "start_ts" in change:
@@ -129,7 +132,9 @@ def test_ir_noise_respects_exclusions(backend):
         day = task.the_day()
         on_day = [e["title"] for e in events(dev) if task.excluded(e)]
         assert on_day == [task.params["title"]]
-        assert day.isoformat() == task.params["date_iso"]
+        drawn = backend.generate_params("SimpleCalendarEventsOnDate", seed)["date"]  # e.g. "October 24 2023"
+        assert day == dt.datetime.strptime(drawn, "%B %d %Y").date()
+        assert task.params["date"] in date_phrasings(day)  # the goal words the date AndroidWorld's way
 
 
 def _click(backend, **find):

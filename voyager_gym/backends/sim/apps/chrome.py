@@ -1,9 +1,11 @@
 """Chrome (com.android.chrome) with AndroidWorld's local task pages rendered as widgets in a WebView.
 
-AndroidWorld serves a seeded HTML page at http://localhost:8000/task.html and opens it in Chrome. SimDroid
-keeps the tab in `dev.data(PKG)`: the URL, the task page spec (kind + seed) the task wrote, and the live page
-state. The three pages (maze, multiply, draw) follow the HTML pages' logic, including their linear
-congruential generator, so a seed gives the same maze, numbers and colours as the real page.
+AndroidWorld writes a seeded HTML page to Download/task.html; the agent opens it from the Files app, which
+hands it to Chrome. SimDroid keeps the tab in `dev.data(PKG)`: the URL, the task page spec (kind + seed) the
+task wrote, and the live page state. Files opens the task file at `TASK_FILE_URL`; `TASK_URL` (a local
+address, SimDroid's own) serves the same page when typed into the URL bar. The three pages (maze, multiply,
+draw) follow the HTML pages' logic, including their linear congruential generator, so a seed gives the same
+maze, numbers and colours as the real page.
 Loading the URL again (the URL bar) reloads the page from its seed, as a browser reload does.
 """
 
@@ -13,12 +15,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from voyager_gym.backends.sim import widgets as w
-from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.device import SDCARD, DeviceState
 from voyager_gym.backends.sim.ui import ACCENT, GREY, INK, PAD, UI, WHITE, App, Screen, register_app
 from voyager_gym.backends.sim.widgets import APPBAR_H, SCREEN_W, Node
 
 PKG = "com.android.chrome"
 TASK_URL = "http://localhost:8000/task.html"
+TASK_FILE = f"{SDCARD}/Download/task.html"
+# What Files hands Chrome for Download/task.html (a document URI, as Android's DocumentsUI passes files).
+TASK_FILE_URL = "content://com.android.externalstorage.documents/document/primary%3ADownload%2Ftask.html"
 BAR_BG = (241, 243, 244)
 PAGE_TITLES = {"maze": "Maze Puzzle", "multiply": "Memory Task", "draw": "Color Challenge"}
 MAZE_SIZE = 4
@@ -117,8 +122,29 @@ def state(dev: DeviceState) -> dict[str, Any]:
     return d
 
 
+def is_task_url(url: str | None) -> bool:
+    return url is not None and url.rstrip("/") in (TASK_URL, TASK_FILE_URL)
+
+
+def serve_task_page(dev: DeviceState, kind: str, seed: int) -> None:
+    """What the task's initialization does (as AndroidWorld's): write Download/task.html with the seeded page
+    and leave Chrome fresh, on a new tab."""
+    st = state(dev)
+    st.update(task={"kind": kind, "seed": int(seed)}, url=None, page=None, history=[])
+    dev.write_file(TASK_FILE, f"<!-- {PAGE_TITLES[kind]}: seed {int(seed)} -->\n")
+
+
+def open_file(ui: UI, path: str) -> None:
+    """Chrome chosen to open `path` from Files: a new tab on the file, with Chrome in front."""
+    st = state(ui.dev)
+    st["history"] = []
+    load(ui.dev, TASK_FILE_URL if path == TASK_FILE else "content://" + path)
+    ui.open_app(PKG)
+
+
 def open_task_page(dev: DeviceState, kind: str, seed: int) -> None:
-    """What the task's initialization does: serve the page and point Chrome's tab at it."""
+    """Serve the page and point Chrome's tab straight at it (a shortcut for tests; tasks start from
+    `serve_task_page`)."""
     st = state(dev)
     st.update(
         task={"kind": kind, "seed": int(seed)}, url=TASK_URL, page=fresh_page(kind, int(seed)), history=[]
@@ -136,7 +162,7 @@ def load(dev: DeviceState, url: str | None) -> None:
     st = state(dev)
     st["url"] = url
     task = st["task"]
-    if url is not None and url.rstrip("/") == TASK_URL and task is not None:
+    if is_task_url(url) and task is not None:
         st["page"] = fresh_page(task["kind"], task["seed"])
     elif url is None:
         st["page"] = None
@@ -148,7 +174,7 @@ def page_shows_success(dev: DeviceState) -> bool:
     """True when Chrome's tab shows the task page with an element whose text is exactly 'Success!'."""
     st = state(dev)
     page = st["page"]
-    return bool(st["url"] == TASK_URL and page and page.get("success"))
+    return bool(is_task_url(st["url"]) and page and page.get("success"))
 
 
 def display_url(url: str | None) -> str:

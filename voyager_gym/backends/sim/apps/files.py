@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Callable
 
 from voyager_gym.backends.sim import widgets as w
+from voyager_gym.backends.sim.apps import chrome
 from voyager_gym.backends.sim.apps.markor import fmt_time, move_path, mtime_ms, size_str
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
 from voyager_gym.backends.sim.ui import GREY, LIGHT, PAD, ROW2_H, ROW_H, UI, WHITE, App, Screen, register_app
@@ -179,6 +180,8 @@ class BrowseScreen(Screen):
                 self.toggle(path)
             elif folder:
                 self.open_folder(ui, path)
+            elif name.lower().endswith((".html", ".htm")):
+                ui.push(OpenWith(path))
             else:
                 ui.toast(f"No app can open {name}")
 
@@ -190,6 +193,31 @@ class BrowseScreen(Screen):
             self.selected.remove(path)
         else:
             self.selected.append(path)
+
+
+class OpenWith(Screen):
+    """Android's app chooser for a web page: "Open with" and the one browser, Chrome."""
+
+    modal = True
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def build(self, ui: UI) -> list[Node]:
+        y0 = ui.bottom - 460
+        sheet = Node(w.FRAME, bounds=(0, y0, SCREEN_W, ui.bottom), bg=WHITE, absorb=True, a11y=False,
+                     rid="android:id/resolver_list")
+        sheet.add(ui.text("Open with", (PAD, y0 + 40, SCREEN_W - PAD, y0 + 140), size=48, bold=True,
+                          rid="android:id/title"))
+
+        def pick() -> None:
+            ui.pop()
+            chrome.open_file(ui, self.path)
+
+        sheet.add(ui.item("Chrome", (0, y0 + 180, SCREEN_W, y0 + 180 + ROW_H), on_click=pick, icon="app:C",
+                          rid="android:id/text1"))
+        return [sheet]
 
 
 class RootsDrawer(Screen):

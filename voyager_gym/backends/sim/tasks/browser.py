@@ -1,7 +1,9 @@
 """Browser tasks on AndroidWorld's seeded local pages: the 4x4 maze, the multiply game, the colour drawing.
 
-AndroidWorld succeeds when Chrome is in front and the page shows an element whose text is exactly "Success!".
-SimDroid reads the same from Chrome's tab state: the task URL is loaded and its page reached success.
+As in AndroidWorld, the task writes the seeded page to Download/task.html (storage cleared first, Chrome
+fresh) and the goal asks to open it from the file manager with Chrome; success needs Chrome in front with
+the page showing an element whose text is exactly "Success!". SimDroid reads the same from Chrome's tab
+state: the task page is loaded and reached success.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import chrome as app
+from voyager_gym.backends.sim.apps.files import PKG as FILES
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
@@ -24,6 +27,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.markor import clear_storage
 
 MOVES = {"Up": (-1, 0), "Down": (1, 0), "Left": (0, -1), "Right": (0, 1)}
 
@@ -37,8 +41,17 @@ class _Browser(SimTask):
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         return {"browser_task_seed": rng.randint(0, 2**32 - 1)}
 
+    preamble = (
+        "Open the file task.html in Downloads in the file manager; when prompted open it with Chrome. Then "
+    )
+
+    @property
+    def goal(self) -> str:
+        return self.preamble + self.template[0].lower() + self.template[1:]
+
     def initialize(self, dev: DeviceState) -> None:
-        app.open_task_page(dev, self.kind, self.params["browser_task_seed"])
+        clear_storage(dev)
+        app.serve_task_page(dev, self.kind, self.params["browser_task_seed"])
 
     def is_successful(self, dev: DeviceState) -> float:
         st = dev.stacks.get(app.PKG)
@@ -46,15 +59,27 @@ class _Browser(SimTask):
         return 1.0 if on_page and app.page_shows_success(dev) else 0.0
 
     def to_page(self, view: View) -> Action | None:
-        """Bring Chrome to the front on the task page; `done` once it shows success, else None."""
-        if view.app != app.PKG:
-            return open_app("Chrome")
-        if view.has(text="Success!"):
-            return done()
-        if view.has(rid=self.page_marker):
-            return None
-        bar = view.find(rid=f"{app.PKG}:id/url_bar")
-        return type_into(bar, app.TASK_URL) if bar is not None else back()
+        """Get Chrome in front on the task page (Files -> Downloads -> task.html -> open with Chrome); `done`
+        once it shows success, else None."""
+        if view.app == app.PKG:
+            if view.has(text="Success!"):
+                return done()
+            if view.has(rid=self.page_marker):
+                return None
+            return open_app("Files")
+        if view.app != FILES:
+            return open_app("Files")
+        chooser = view.find(text="Chrome", rid="android:id/text1")
+        if chooser is not None:
+            return click(chooser)
+        if view.title == "Downloads":
+            row = view.find(text="task.html", rid="android:id/title")
+            return click(row) if row is not None else back()
+        downloads = view.find(text="Downloads", rid="android:id/title")
+        if downloads is not None:  # the roots drawer
+            return click(downloads)
+        roots = view.find(desc="Show roots")
+        return click(roots) if roots is not None else back()
 
     page_marker = ""
 

@@ -10,6 +10,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import contacts as app
 from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -24,96 +25,22 @@ from voyager_gym.backends.sim.tasks.base import (
 )
 
 PKG = app.PKG
-GIVEN_NAMES = (
-    "Adam",
-    "Alice",
-    "Amelia",
-    "Amina",
-    "Ana",
-    "Arthur",
-    "Ava",
-    "Camila",
-    "Carlos",
-    "Charlie",
-    "Daniel",
-    "David",
-    "Elias",
-    "Emily",
-    "Emma",
-    "Fatima",
-    "Gabriel",
-    "George",
-    "Grace",
-    "Hannah",
-    "Henry",
-    "Hugo",
-    "Isabella",
-    "Ivan",
-    "Jack",
-    "James",
-    "Laura",
-    "Leo",
-    "Liam",
-    "Lily",
-    "Lucas",
-    "Maria",
-    "Mark",
-    "Maya",
-    "Mia",
-    "Noah",
-    "Nora",
-    "Oliver",
-    "Olivia",
-    "Omar",
-    "Oscar",
-    "Samuel",
-    "Sara",
-    "Sofia",
-    "Sophie",
-    "Theo",
-    "Thomas",
-    "Victoria",
-    "William",
-    "Willow",
-)
-FAMILY_NAMES = (
-    "Ahmed",
-    "Ali",
-    "Alves",
-    "Chen",
-    "Fernandez",
-    "Ferreira",
-    "Garcia",
-    "Gonzalez",
-    "Hernandez",
-    "Ibrahim",
-    "Li",
-    "Liu",
-    "Lopez",
-    "Martin",
-    "Mohamed",
-    "Muller",
-    "Pereira",
-    "Wang",
-    "Zhang",
-    "da Silva",
-    "dos Santos",
-)
 DRAFT_FIRST = ("Alice", "Bob", "Charlie", "David", "Eva", "Frank", "Grace", "Hannah", "Ivan", "Jack")
 DRAFT_LAST = ("Johnson", "Smith", "Brown", "Taylor", "Adams", "Wilson", "Lee", "White", "Harris", "Clark")
 
 
 def random_name(rng: random.Random, exclude: tuple[str, ...] | list[str] = ()) -> str:
-    """A 'Given Family' name, different from every name in `exclude`."""
+    """A 'Given Family' name drawn as AndroidWorld draws it, redrawn while it is in `exclude` (AndroidWorld's
+    own exclusion never takes effect, so a first draw outside `exclude` is exactly its name)."""
     while True:
-        name = f"{rng.choice(GIVEN_NAMES)} {rng.choice(FAMILY_NAMES)}"
+        name = vocab.random_name(rng)
         if name not in exclude:
             return name
 
 
 def random_number(rng: random.Random) -> str:
     """A +1 and ten digits, as AndroidWorld's generator makes (Simple SMS then adds no country code)."""
-    return "+1" + "".join(rng.choice("0123456789") for _ in range(10))
+    return vocab.random_number(rng)
 
 
 def seed_noise_contacts(

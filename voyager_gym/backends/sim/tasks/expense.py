@@ -13,7 +13,8 @@ from typing import Any
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.expense import CATEGORIES, PKG, TABLE, insert_expense
-from voyager_gym.backends.sim.device import START_MS, DeviceState
+from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -169,13 +170,13 @@ EXPENSE_NAMES: dict[str, tuple[str, ...]] = {
     ),
 }
 NOTES = (
-    "Paid with card",
+    "Paid by card",
     "Urgent",
-    "Recurring every month",
-    "Nice to have",
-    "Necessary",
-    "Transfer funds later",
-    "Might repeat this",
+    "Monthly recurring",
+    "Want to have",
+    "A need",
+    "Remember to transfer funds",
+    "I may repeat this",
 )
 COMPARE = ("name", "amount", "category", "note")
 FREE_FORM = ("name", "note")
@@ -183,9 +184,10 @@ FREE_FORM = ("name", "note")
 
 # -- data ----------------------------------------------------------------------------------------------
 def random_expense(rng: random.Random) -> dict[str, Any]:
-    """A realistic expense: category, a name of that category, $10-$500 in cents, a note, an October date."""
-    category = rng.choice(sorted(CATEGORIES))
-    ts = rng.randrange(OCT_1_MS // 1000, START_MS // 1000) * 1000
+    """A realistic expense, drawn as AndroidWorld draws it: a whole hour of 1-15 October, a category, a name
+    of that category, $10-$500 in cents, a note. `expense_id` is -1 until the row is inserted (as there)."""
+    ts = vocab.random_october_2023_ts(rng, start_day=1, end_day=15) * 1000
+    category = rng.choice(list(CATEGORIES))
     return {
         "name": rng.choice(EXPENSE_NAMES[CATEGORIES[category]]),
         "amount": rng.randint(1000, 50000),
@@ -193,6 +195,7 @@ def random_expense(rng: random.Random) -> dict[str, Any]:
         "note": rng.choice(NOTES),
         "created_date": ts,
         "modified_date": ts,
+        "expense_id": -1,
     }
 
 

@@ -2,7 +2,7 @@
 
 As in AndroidWorld, storage is cleared of files first, the target is created with noise files whose names vary
 the folder's usual file names, and the verifier checks only existence: `folder/name` must be gone (delete), or
-gone from the source and present in the destination (move). The per-folder file names are SimDroid's own.
+gone from the source and present in the destination (move). The per-folder file names are AndroidWorld's.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.files import DEVICE_ROOT
 from voyager_gym.backends.sim.apps.files import PKG as FILES
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -31,42 +32,15 @@ from voyager_gym.backends.sim.tasks.markor import (
     create_file,
     exists_under,
     noise_names,
-    random_file_name,
 )
 
-# The standard folders of the sdcard and typical file names in each.
-FOLDER_FILES: dict[str, tuple[str, ...]] = {
-    "Alarms": ("sunrise_chime.mp3", "gentle_wakeup.mp3", "school_day.mp3", "nap_timer.mp3", "loud_bell.mp3",
-               "weekday_alarm.mp3", "soft_piano.mp3", "rooster_call.mp3"),
-    "Audiobooks": ("space_opera_part1.mp3", "ancient_rome_lecture.mp3", "detective_story.mp3",
-                   "poetry_collection.mp3", "cooking_memoir.mp3", "habit_building.mp3", "sea_voyage.mp3",
-                   "spanish_basics.mp3"),
-    "DCIM": ("camping_trip.jpg", "graduation_day.jpg", "new_puppy.jpg", "city_skyline.jpg",
-             "family_dinner.jpg", "first_snow.jpg", "lake_sunset.jpg", "concert_night.jpg"),
-    "Documents": ("tax_return_2022.pdf", "lease_agreement.pdf", "course_syllabus.pdf", "travel_insurance.pdf",
-                  "warranty_card.pdf", "project_proposal.pdf", "meeting_agenda.pdf", "bank_statement.pdf"),
-    "Download": ("installer_v2.apk", "user_manual.pdf", "photos_backup.zip", "wallpaper_hd.png",
-                 "podcast_episode.mp3", "conference_slides.pdf", "trailer_clip.mp4", "dataset_sample.zip"),
-    "Movies": ("space_adventure.mp4", "family_comedy.mp4", "nature_documentary.mp4", "haunted_house.mp4",
-               "heist_thriller.mp4", "cartoon_marathon.mp4", "period_drama.mp4", "road_movie.mp4"),
-    "Music": ("summer_hits.mp3", "blues_session.mp3", "string_quartet.mp3", "indie_single.mp3",
-              "synthwave_mix.mp3", "country_road.mp3", "lofi_beats.mp3", "choir_live.mp3"),
-    "Notifications": ("ding.mp3", "message_pop.mp3", "calendar_chime.mp3", "low_battery.mp3",
-                      "mail_arrived.mp3", "reminder_tick.mp3", "soft_ping.mp3", "update_ready.mp3"),
-    "Pictures": ("portrait_mode.jpg", "autumn_leaves.jpg", "beach_walk.jpg", "night_market.jpg",
-                 "birthday_cake.jpg", "cat_nap.jpg", "flower_macro.jpg", "street_food.jpg"),
-    "Podcasts": ("morning_news.mp3", "startup_stories.mp3", "stand_up_hour.mp3", "sleep_science.mp3",
-                 "history_bites.mp3", "album_reviews.mp3", "election_debate.mp3", "backpacking_tips.mp3"),
-    "Recordings": ("job_interview.mp3", "guest_lecture.mp3", "voice_memo.mp3", "standup_meeting.mp3",
-                   "idea_dump.mp3", "bedtime_story.mp3", "band_rehearsal.mp3", "phone_call_notes.mp3"),
-    "Ringtones": ("classic_ring.mp3", "marimba_loop.mp3", "old_phone.mp3", "retro_beep.mp3",
-                  "guitar_riff.mp3", "bird_song.mp3", "harp_glissando.mp3", "techno_ring.mp3"),
-}
-FOLDERS = tuple(sorted(FOLDER_FILES))
+# The standard folders of the sdcard (AndroidWorld's order) and the usual file names in each.
+FOLDER_FILES = vocab.FOLDER_FILES
+FOLDERS = tuple(FOLDER_FILES)
 
 
-def _add_noise(dev: DeviceState, rng: random.Random, base: str, folder: str) -> None:
-    for name in noise_names(rng, base, FOLDER_FILES[folder]):
+def _add_noise(dev: DeviceState, rng: random.Random, base: str, folder: str, variants: list[str]) -> None:
+    for name in noise_names(rng, base, tuple(variants)):
         path = f"{SDCARD}/{folder}/{name}"
         if not dev.exists(path):
             create_file(dev, path, "", rng)
@@ -121,15 +95,17 @@ class FilesDeleteFile(SimTask):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         subfolder = rng.choice(FOLDERS)
-        ext = posixpath.splitext(FOLDER_FILES[subfolder][0])[1]
-        return {"file_name": random_file_name(rng) + ext, "subfolder": subfolder}
+        noise = list(FOLDER_FILES[subfolder])
+        ext = posixpath.splitext(noise[0])[1]
+        file_name = vocab.random_file_name(rng) + ext
+        return {"file_name": file_name, "subfolder": subfolder, "noise_candidates": noise}
 
     def initialize(self, dev: DeviceState) -> None:
         clear_storage(dev)
         p = self.params
         rng = self.rng("files")
         create_file(dev, f"{SDCARD}/{p['subfolder']}/{p['file_name']}", "", rng)
-        _add_noise(dev, rng, p["file_name"], p["subfolder"])
+        _add_noise(dev, rng, p["file_name"], p["subfolder"], p["noise_candidates"])
 
     def is_successful(self, dev: DeviceState) -> float:
         p = self.params
@@ -152,15 +128,21 @@ class FilesMoveFile(SimTask):
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         src = rng.choice(FOLDERS)
         dst = rng.choice([f for f in FOLDERS if f != src])
-        # AndroidWorld names the file after one of the *destination* folder's usual files.
-        return {"file_name": rng.choice(FOLDER_FILES[dst]), "source_folder": src, "destination_folder": dst}
+        # AndroidWorld names the file after one of the *destination* folder's usual files; the noise around it
+        # varies the source folder's.
+        return {
+            "file_name": rng.choice(FOLDER_FILES[dst]),
+            "source_folder": src,
+            "destination_folder": dst,
+            "noise_candidates": list(FOLDER_FILES[src]),
+        }
 
     def initialize(self, dev: DeviceState) -> None:
         clear_storage(dev)
         p = self.params
         rng = self.rng("files")
         src = f"{SDCARD}/{p['source_folder']}"
-        _add_noise(dev, rng, p["file_name"], p["source_folder"])
+        _add_noise(dev, rng, p["file_name"], p["source_folder"], p["noise_candidates"])
         create_file(dev, f"{src}/{p['file_name']}", "", rng)
         dev.mkdir(f"{SDCARD}/{p['destination_folder']}")
 

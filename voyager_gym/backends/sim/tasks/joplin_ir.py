@@ -13,6 +13,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.joplin import PKG, add_note
 from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -197,9 +198,13 @@ class _NoteLookup(_NotesIR):
         seed_notes(
             self,
             dev,
-            [{"folder": self.folder, "title": p["title"], "body": p["body"], "is_todo": False}],
+            [{"folder": self.folder, "title": p["title"], "body": self.body(), "is_todo": False}],
             lambda n: p["title"].lower() in n["title"].lower(),
         )
+
+    def body(self) -> str:
+        """The note's text: the body param with the other params filled in (as AndroidWorld fills it)."""
+        return self.params["body"].format(**self.params)
 
     def pick(self, text: str) -> str | None:
         """The answer if `text` (one line of the note) holds it, else None."""
@@ -225,47 +230,9 @@ class NotesIsTodo(_NotesIR):
         "Is the note titled '{title}' in the Joplin app marked as a todo item? Respond with either 'True' "
         "if it is a todo or 'False' if not."
     )
-    TITLES = (
-        "Grocery List",
-        "Meeting Agenda",
-        "Project Proposal",
-        "Daily Journal",
-        "To-Do List",
-        "Research Notes",
-        "Travel Itinerary",
-        "Recipe Collection",
-        "Budget Spreadsheet",
-        "Training Manual",
-    )
-    BODIES = (
-        "Milk, eggs, coffee beans and a loaf of rye.",
-        "Call the landlord about the heater.",
-        "Draft the summary section before Thursday.",
-        "Pick up the package from the front desk.",
-        "Compare three options and write down the costs.",
-        "Renew the library books online.",
-    )
-    FOLDERS = (
-        "Personal",
-        "Work",
-        "School",
-        "Home",
-        "Projects",
-        "Ideas",
-        "Recipes",
-        "Finance",
-        "Health",
-        "Travel",
-    )
-
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {
-            "title": rng.choice(cls.TITLES),
-            "is_todo": rng.choice(["True", "False"]),
-            "body": rng.choice(cls.BODIES),
-            "folder": rng.choice(cls.FOLDERS),
-        }
+        return ir_vocab.draw(cls.name, rng)  # title, is_todo, body, folder
 
     def initialize(self, dev: DeviceState) -> None:
         p = self.params
@@ -303,46 +270,10 @@ class NotesMeetingAttendeeCount(_NoteLookup):
         "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
         "answer as just a single number."
     )
-    TITLES = (
-        "Team Weekly Sync",
-        "Client Quarterly Review",
-        "Project Kickoff Meeting",
-        "Budget Planning Session",
-        "Sales Strategy Discussion",
-        "Product Roadmap Alignment",
-        "Marketing Campaign Planning",
-        "Development Sprint Review",
-        "Customer Feedback Session",
-        "Executive Board Meeting",
-        "Financial Performance Analysis",
-        "Product Launch Preparation",
-        "Training Workshop for New Hires",
-        "Vendor Negotiation Meeting",
-        "Strategic Partnership Discussion",
-        "Departmental Alignment Meeting",
-        "Quality Assurance Review",
-        "Project Status Update",
-        "Employee Performance Evaluation",
-        "Company All-Hands Meeting",
-    )
-    BODIES = (
-        "Summary:\n- Went over the open milestones\n- Shared owners for each action item\n- {n} participants "
-        "attended\n- Next check-in in two weeks",
-        "Minutes:\n- Looked at last month's numbers\n- Collected ideas for next quarter\n- Attendance: {n} "
-        "people",
-        "Recap:\n- Heard from the support team\n- Picked three features\n- {n} attendees were present",
-        "Notes:\n- Budget is on track\n- Hiring plan approved\n- {n} people joined the call",
-        "Highlights:\n- Timeline confirmed\n- Risks reviewed\n- Headcount in the room: {n}",
-    )
-
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        n = str(rng.choice(range(5, 101, 5)))
-        return {
-            "title": rng.choice(cls.TITLES),
-            "attendee_count": n,
-            "body": rng.choice(cls.BODIES).format(n=n),
-        }
+        # title, attendee_count, and a body that holds "{attendee_count}" until the note is written
+        return ir_vocab.draw(cls.name, rng)
 
     def expected(self) -> str:
         return self.params["attendee_count"]
@@ -362,66 +293,10 @@ class NotesRecipeIngredientCount(_NoteLookup):
         "answer in the format <amount> <unit> where both the amount and unit exactly match the format in "
         "the recipe."
     )
-    TITLES = (
-        "Pancake Recipe",
-        "Spaghetti Carbonara",
-        "Chocolate Cake",
-        "Chicken Alfredo",
-        "Vegetable Stir-fry",
-        "Beef Stew",
-        "Lasagna",
-        "Salmon Salad",
-        "Tacos",
-        "Fruit Smoothie",
-    )
-    QUANTITIES = (
-        "1 cup",
-        "2 cups",
-        "1/2 cup",
-        "3/4 cup",
-        "1/4 cup",
-        "1 tablespoon",
-        "2 tablespoons",
-        "1 teaspoon",
-        "2 teaspoons",
-        "3 teaspoons",
-    )
-    INGREDIENTS = (
-        "almond flour",
-        "coconut sugar",
-        "chia seeds",
-        "tahini",
-        "matcha powder",
-        "acai berries",
-        "goji berries",
-        "spirulina",
-        "maca powder",
-        "hemp seeds",
-        "arrowroot powder",
-        "quinoa flakes",
-        "buckwheat groats",
-        "millet",
-    )
-    BODIES = (
-        "Ingredients:\n- 1 cup whole milk\n- {x}\n- 2 large eggs\n- 1 teaspoon vanilla\n\nInstructions:\n"
-        "1. Whisk the milk and eggs together.\n2. Fold in the rest.\n3. Cook over medium heat.",
-        "Ingredients:\n- 2 cups rolled oats\n- 1/3 cup maple syrup\n- {x}\n- 1/4 teaspoon sea salt\n\n"
-        "Instructions:\n1. Heat the oven to 180°C.\n2. Mix everything in a bowl.\n3. Bake for 20 minutes.",
-        "Ingredients:\n- {x}\n- 1 1/2 cups plain flour\n- 1/2 cup brown sugar\n- 2 tablespoons butter\n\n"
-        "Instructions:\n1. Combine the dry ingredients.\n2. Rub in the butter.\n3. Chill before serving.",
-        "Ingredients:\n- 1 cup cooked rice\n- 1/2 cup carrots\n- 1/4 cup peas\n- {x}\n- 1 tablespoon soy "
-        "sauce\n\nInstructions:\n1. Fry the vegetables.\n2. Add the rice and sauce.\n3. Stir until hot.",
-    )
-
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        q, ing = rng.choice(cls.QUANTITIES), rng.choice(cls.INGREDIENTS)
-        return {
-            "title": rng.choice(cls.TITLES),
-            "ingredient_quantity": q,
-            "ingredient": ing,
-            "body": rng.choice(cls.BODIES).format(x=f"{q} {ing}"),
-        }
+        # title, ingredient_quantity, ingredient, and a body holding "{ingredient_quantity} {ingredient}"
+        return ir_vocab.draw(cls.name, rng)
 
     def expected(self) -> str:
         return self.params["ingredient_quantity"]
@@ -438,48 +313,24 @@ class NotesTodoItemCount(_NotesIR):
         "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "
         "a single number."
     )
-    FOLDERS = NotesIsTodo.FOLDERS
-    TITLES = (
-        "Grocery List",
-        "Meeting Agenda",
-        "Personal Goals",
-        "Work Tasks",
-        "Home Improvement",
-        "Study Notes",
-        "Recipe Ideas",
-        "Financial Plan",
-        "Health Routine",
-        "Travel Itinerary",
-    )
-    BODIES = (
-        "Bread, apples, yogurt and oat milk.",
-        "Send the slides and book the room.",
-        "Run twice a week and read before bed.",
-        "Fix the squeaky door and clean the gutters.",
-        "Review notes for chapters 4 to 6.",
-        "Set aside money for the holidays.",
-        "Book the train and print the tickets.",
-        "Try the lentil curry this weekend.",
-    )
-
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {
-            "folder": rng.choice(cls.FOLDERS),
-            "titles": rng.sample(cls.TITLES, 3),
-            "bodies": rng.sample(cls.BODIES, 3),
-        }
+        return ir_vocab.draw(cls.name, rng)  # folder, title, body (the notes draw their own, see below)
 
     def initialize(self, dev: DeviceState) -> None:
+        """Three to-dos in the folder, each a title then a body drawn without replacement (the `title` and
+        `body` params excluded) from a generator seeded with the instance seed, as AndroidWorld fills its
+        definition."""
         f = self.params["folder"]
-        rel = [
-            {"folder": f, "title": t, "body": b, "is_todo": True}
-            for t, b in zip(self.params["titles"], self.params["bodies"], strict=True)
-        ]
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        rng = random.Random(self.params.get("seed", 0))
+        self.notes = [(pool.draw(rng, "title"), pool.draw(rng, "body")) for _ in range(3)]
+        rel = [{"folder": f, "title": t, "body": b, "is_todo": True} for t, b in self.notes]
+        self.n_todos = len(rel)
         seed_notes(self, dev, rel, lambda n: n["is_todo"] and n["folder"].lower() == f.lower())
 
     def expected(self) -> str:
-        return str(len(self.params["titles"]))
+        return str(self.n_todos)
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         if mem.get("answered"):

@@ -4,7 +4,7 @@ Verifiers follow AndroidWorld's file checks: a name "exists" when that exact pat
 folder), contents fuzzy-match (SequenceMatcher >= 0.9, case-insensitive, CR removed, stripped) except
 MarkorAddNoteHeader's exact match, and MarkorDeleteNewestNote compares the (name, time) list oldest-first.
 Noise notes are generated around the targets the way AndroidWorld varies file names (date prefixes, random or
-fixed suffixes). The word lists below are SimDroid's own.
+fixed suffixes). The word lists are AndroidWorld's.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import random
-import string
 from typing import Any
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.markor import EDITOR_KEY, MARKOR_DIR
 from voyager_gym.backends.sim.apps.markor import PKG as MARKOR
 from voyager_gym.backends.sim.device import SDCARD, START_MS, DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -33,85 +33,39 @@ from voyager_gym.backends.sim.tasks.base import (
     type_into,
 )
 
-ADJECTIVES = (
-    "amber", "brisk", "calm", "daring", "eager", "fuzzy", "gentle", "hasty", "icy", "jolly", "keen", "lucky",
-    "merry", "noble", "odd", "plain", "quiet", "rapid", "shiny", "tidy", "urban", "vivid", "witty", "young",
-    "zesty", "bold", "cozy", "dusty", "early", "fresh",
-)
-NOUNS = (
-    "anchor", "badger", "candle", "dolphin", "ember", "falcon", "garden", "harbor", "iris", "jungle",
-    "kettle", "lantern", "meadow", "nutmeg", "orchid", "pebble", "quartz", "river", "saddle", "tulip",
-    "valley", "walnut", "yarrow", "zephyr", "beacon", "cobalt", "drum", "fern", "grove", "maple",
-)
-SENTENCES = (
-    "Call the plumber about the kitchen sink on Monday.",
-    "Pick up the dry cleaning before six tonight.",
-    "The team sync moved to Thursday at 10 AM.",
-    "Remember to renew the car insurance this month.",
-    "Buy eggs, spinach and a loaf of rye bread.",
-    "Book tickets for the jazz concert in November.",
-    "Send the quarterly report to Dana by Friday.",
-    "Water the ferns every other morning.",
-    "The piano lesson starts at 4 PM on Wednesday.",
-    "Return the borrowed ladder to the neighbours.",
-    "Try the new ramen place on Elm Street.",
-    "Practice the presentation twice before the meeting.",
-    "Schedule an eye exam for early next year.",
-    "Back up the laptop to the external drive.",
-    "Bring sunscreen and snacks for the beach trip.",
-    "Finish reading chapter nine of the history book.",
-    "Ask Priya about the recipe for lentil soup.",
-    "Cancel the unused streaming subscription.",
-    "Take the recycling out on Tuesday night.",
-    "Plan a picnic in the park for Saturday afternoon.",
-    "Stars are brighter far away from the city.",
-    "Small steps every day add up to big changes.",
-    "A calm sea never made a skilled sailor.",
-    "Coffee first, then the crossword puzzle.",
-    "Every cloud has a silver lining somewhere.",
-)
+SENTENCES = vocab.SENTENCES
+# AndroidWorld's usual note titles (noise files vary them) and MarkorMoveNote's folders, in its order.
 NOTE_TITLES = (
-    "shopping_list.md", "team_meeting_notes.md", "goals_for_2024.md", "books_to_read.md", "paper_summary.md",
-    "holiday_plans.md", "kitchen_remodel_budget.md", "running_schedule.md", "gift_ideas.md",
-    "bread_recipe.md",
-    "chores_this_weekend.md", "insurance_options.md", "sketchbook_ideas.md", "learning_rust.md",
-    "travel_journal.md", "side_project_ideas.md", "client_call_log.md", "quotes_collection.md",
-    "vegetable_garden.md", "talk_outline.md",
+    "grocery_list_weekly.md", "meeting_notes_project_team.md", "personal_goals_2024.md",
+    "reading_list_2024.md", "research_paper_summary.md", "summer_vacation_plans.md",
+    "budget_home_renovation.md", "april_workout_routine.md", "birthday_gift_ideas_mom.md",
+    "recipe_homemade_pizza.md", "weekend_todo_list.md", "insurance_plan_comparison.md",
+    "art_project_sketches.md", "python_learning_goals.md", "trip_reflections_recent.md",
+    "startup_ideas_launch.md", "client_meetings_schedule.md", "favorite_book_quotes.md",
+    "garden_layout_plan.md", "upcoming_presentation_outline.md",
 )
 MARKOR_SUBFOLDERS = (
-    "Journal", "Recipes", "WorkLogs", "Ideas", "Reading", "Travel", "Fitness", "Projects", "Meetings",
-    "Study",
+    "BookNotes", "CodeSnippets", "DailyNotes", "FitnessPlans", "MeetingMinutes",
+    "PersonalJournal", "RecipeCollections", "StudyGuides", "TravelItineraries", "WorkProjects",
 )
 NOTE_EXTS = (".md", ".txt")
 ITEM_RID = f"{MARKOR}:id/ui__filesystem_item__title"
 
 
-# -- generators (AndroidWorld's naming scheme, SimDroid's words) ---------------------------------------------
-def random_string(rng: random.Random, n: int) -> str:
-    return "".join(rng.choices(string.ascii_letters + string.digits, k=n))
+# -- generators (AndroidWorld's naming scheme and words, in its order of draws) --------------------------
+random_string = vocab.random_string
+modified_name = vocab.modified_file_name
+random_file_name = vocab.random_file_name
 
 
-def modified_name(rng: random.Random, base: str) -> str:
-    """A variant of `base`: a date prefix/suffix, a random 4-character tag, or backup/copy/final/edited."""
-    kind = rng.choice(("date", "random", "fixed"))
-    as_prefix = rng.random() < 0.5
-    stem, ext = posixpath.splitext(base)
-    if kind == "date":
-        day = dt.date(2023, 1, 1) + dt.timedelta(days=rng.randint(0, 286))
-        mod = day.strftime("%Y_%m_%d")
-    elif kind == "random":
-        mod = random_string(rng, 4)
-    else:
-        mod = rng.choice(("backup", "copy", "final", "edited"))
-    return f"{mod}_{stem}{ext}" if as_prefix else f"{stem}_{mod}{ext}"
-
-
-def random_file_name(rng: random.Random) -> str:
-    return modified_name(rng, f"{rng.choice(ADJECTIVES)}_{rng.choice(NOUNS)}")
+def random_note(rng: random.Random) -> tuple[str, str]:
+    """(file name with .md or .txt, a sentence): AndroidWorld draws both even where only the name is used."""
+    name = random_file_name(rng) + rng.choice(NOTE_EXTS)
+    return name, rng.choice(SENTENCES)
 
 
 def random_note_name(rng: random.Random) -> str:
-    return random_file_name(rng) + rng.choice(NOTE_EXTS)
+    return random_note(rng)[0]
 
 
 def noise_names(rng: random.Random, base: str, variants: tuple[str, ...], n: int = 20) -> list[str]:
@@ -228,7 +182,8 @@ class MarkorCreateNote(_Markor):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {"file_name": random_note_name(rng), "text": rng.choice(SENTENCES)}
+        name, text = random_note(rng)
+        return {"file_name": name, "text": text}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
@@ -313,7 +268,7 @@ class MarkorDeleteNote(_Markor):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {"file_name": random_file_name(rng)}
+        return {"file_name": random_file_name(rng), "noise_candidates": list(NOTE_TITLES)}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
@@ -515,12 +470,12 @@ class _EditAndRename(_Markor):
             exists_under(dev, MARKOR_DIR, self.params["new_name"])
 
 
-def _two_names(rng: random.Random) -> tuple[str, str]:
-    a = random_note_name(rng)
+def _other_name(rng: random.Random, a: str) -> str:
+    """A second note name, redrawn in the (rare) case it equals `a` (AndroidWorld does not redraw)."""
     b = random_note_name(rng)
     while b == a:
         b = random_note_name(rng)
-    return a, b
+    return b
 
 
 @register_task
@@ -532,8 +487,10 @@ class MarkorAddNoteHeader(_EditAndRename):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        original, new = _two_names(rng)
-        return {"original_name": original, "original_content": rng.choice(SENTENCES), "new_name": new,
+        original = random_note_name(rng)
+        content = rng.choice(SENTENCES)
+        new = _other_name(rng, original)
+        return {"original_name": original, "original_content": content, "new_name": new,
                 "header": random_string(rng, 20)}
 
     def initialize(self, dev: DeviceState) -> None:
@@ -561,7 +518,8 @@ class MarkorChangeNoteContent(_EditAndRename):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        original, new = _two_names(rng)
+        original = random_note_name(rng)
+        new = _other_name(rng, original)
         return {"original_name": original, "new_name": new, "updated_content": random_string(rng, 20)}
 
     def initialize(self, dev: DeviceState) -> None:
@@ -590,7 +548,12 @@ class MarkorMoveNote(_Markor):
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         src = rng.choice(MARKOR_SUBFOLDERS)
         dst = rng.choice([f for f in MARKOR_SUBFOLDERS if f != src])
-        return {"file_name": random_note_name(rng), "source_folder": src, "destination_folder": dst}
+        return {
+            "file_name": random_note_name(rng),
+            "source_folder": src,
+            "destination_folder": dst,
+            "noise_candidates": list(NOTE_TITLES),
+        }
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from typing import Any
 
 from voyager_gym.actions import Action
@@ -29,102 +30,255 @@ from voyager_gym.backends.sim.tasks.base import (
 )
 
 APP = "broccoli app"
-# Recipe titles (AndroidWorld's list) with directions written for SimDroid.
+# Recipe titles and directions (AndroidWorld's list, in its order).
 RECIPES: tuple[tuple[str, str], ...] = (
     (
         "Spicy Tuna Wraps",
-        "Stir tuna with mayo and sriracha, spread it on tortillas, add lettuce and cucumber, roll.",
+        (
+            "Mix canned tuna with mayo and sriracha. Spread on tortillas, add lettuce and cucumber slices, "
+            "roll up."
+        ),
     ),
     (
         "Avocado Toast with Egg",
-        "Toast the bread, spread mashed avocado, top with a fried egg and chili flakes.",
+        "Toast bread, top with mashed avocado, a fried egg, salt, pepper, and chili flakes.",
     ),
     (
         "Greek Salad Pita Pockets",
-        "Stuff pita with lettuce, tomato, cucumber, olives and feta; drizzle dressing.",
+        "Fill pita pockets with lettuce, cucumber, tomato, feta, olives, and Greek dressing.",
     ),
-    ("Quick Fried Rice", "Fry cooked rice with mixed vegetables and soy sauce, then fold in scrambled eggs."),
-    ("Pesto Pasta with Peas", "Boil the pasta, toss with pesto and peas, finish with grated Parmesan."),
+    (
+        "Quick Fried Rice",
+        "Sauté cooked rice with vegetables, add soy sauce and scrambled eggs. Toss until hot.",
+    ),
+    (
+        "Pesto Pasta with Peas",
+        "Cook pasta, stir in pesto sauce and cooked peas. Add Parmesan cheese before serving.",
+    ),
     (
         "BBQ Chicken Quesadillas",
-        "Coat shredded chicken in BBQ sauce, fill tortillas with it and cheese, fry.",
+        (
+            "Mix shredded cooked chicken with BBQ sauce. Place on tortillas with cheese, fold and cook "
+            "until crispy."
+        ),
     ),
     (
         "Tomato Basil Bruschetta",
-        "Pile diced tomatoes, basil, garlic and olive oil onto toasted baguette slices.",
+        "Top sliced baguette with a mix of chopped tomatoes, basil, garlic, olive oil, salt, and pepper.",
     ),
-    ("Lemon Garlic Tilapia", "Pan-fry tilapia in butter with garlic and lemon juice; serve with greens."),
-    ("Turkey and Cheese Panini", "Layer turkey and cheese in bread and press in a hot grill until golden."),
+    (
+        "Lemon Garlic Tilapia",
+        "Sauté tilapia in butter, add lemon juice and garlic. Serve with steamed vegetables.",
+    ),
+    (
+        "Turkey and Cheese Panini",
+        "Layer turkey and cheese on bread, grill in a panini press until golden.",
+    ),
     (
         "Veggie and Hummus Sandwich",
-        "Spread hummus on bread and pile on cucumber, pepper, carrot and lettuce.",
+        "Spread hummus on bread, add cucumber, bell pepper, carrot, and lettuce.",
     ),
     (
         "Mango Chicken Curry",
-        "Brown chicken with onion, garlic and ginger, add curry powder, coconut milk, mango.",
+        (
+            "Cook chicken pieces in a pan, add onions, garlic, and ginger. Stir in curry powder, coconut "
+            "milk, and mango pieces. Simmer until chicken is cooked."
+        ),
     ),
-    ("Beef Stir Fry", "Stir-fry beef with broccoli, peppers and onion in soy sauce; serve over rice."),
-    ("Shrimp Avocado Salad", "Toss shrimp, avocado, tomato and cucumber with lime juice and olive oil."),
-    ("Spinach and Feta Stuffed Chicken", "Fill chicken breasts with spinach, feta and garlic, then bake."),
+    (
+        "Beef Stir Fry",
+        (
+            "Stir-fry beef slices with broccoli, bell peppers, and onions in soy sauce and garlic. Serve "
+            "over rice or noodles."
+        ),
+    ),
+    (
+        "Shrimp Avocado Salad",
+        (
+            "Mix cooked shrimp with avocado, tomatoes, cucumber, and onion. Dress with lime juice, olive "
+            "oil, salt, and pepper."
+        ),
+    ),
+    (
+        "Spinach and Feta Stuffed Chicken",
+        (
+            "Stuff chicken breasts with a mixture of spinach, feta, garlic, and herbs. Bake until chicken "
+            "is cooked through."
+        ),
+    ),
     (
         "Zucchini Noodles with Pesto",
-        "Spiralize zucchini, saute briefly with garlic, toss in pesto and Parmesan.",
+        (
+            "Spiralize zucchini into noodles, sauté with garlic, then mix with pesto sauce. Top with grated"
+            " Parmesan cheese."
+        ),
     ),
-    ('Cauliflower Fried "Rice"', "Pulse cauliflower to rice size, fry with vegetables, soy sauce and egg."),
+    (
+        "Cauliflower Fried \"Rice\"",
+        (
+            "Pulse cauliflower in a food processor until it resembles rice. Sauté with vegetables, soy "
+            "sauce, and add scrambled eggs."
+        ),
+    ),
     (
         "Sweet Potato and Black Bean Tacos",
-        "Roast sweet potato, mix with black beans, fill tacos, add avocado.",
+        (
+            "Roast sweet potato cubes, mix with black beans, and use as filling for tacos. Top with avocado"
+            " and cilantro lime sauce."
+        ),
     ),
-    ("Salmon with Dill Sauce", "Bake salmon and serve with a yogurt sauce of dill, lemon and garlic."),
+    (
+        "Salmon with Dill Sauce",
+        "Bake salmon fillets and serve with a sauce made from Greek yogurt, dill, lemon juice, and garlic.",
+    ),
     (
         "Quinoa Salad with Vegetables",
-        "Combine cooked quinoa, chopped vegetables and feta with lemon dressing.",
+        "Mix cooked quinoa with diced vegetables, feta cheese, and a lemon olive oil dressing.",
     ),
-    ("Chickpea Vegetable Soup", "Cook onion, carrot and celery, add broth, tomatoes, chickpeas and spinach."),
+    (
+        "Chickpea Vegetable Soup",
+        (
+            "Sauté onions, carrots, and celery, add broth, canned tomatoes, and chickpeas. Simmer with "
+            "spinach and seasonings."
+        ),
+    ),
     (
         "Chicken Caesar Salad Wrap",
-        "Toss romaine, grilled chicken, Parmesan and Caesar dressing; wrap tightly.",
+        (
+            "Toss chopped romaine lettuce with Caesar dressing, grilled chicken strips, and Parmesan "
+            "cheese. Wrap in a large tortilla."
+        ),
     ),
     (
         "Vegetarian Chili",
-        "Simmer onion, garlic, peppers, tomatoes, kidney and black beans with chili spices.",
+        (
+            "Cook onions, garlic, bell peppers, and carrots. Add canned tomatoes, kidney beans, black "
+            "beans, corn, and chili seasoning. Simmer until vegetables are tender."
+        ),
     ),
-    ("Pan-Seared Salmon with Quinoa", "Sear salmon until crisp and serve on quinoa with steamed asparagus."),
-    ("Caprese Salad Skewers", "Thread tomatoes, basil and mozzarella on skewers; drizzle balsamic glaze."),
-    ("Chicken Alfredo Pasta", "Toss fettuccine with Alfredo sauce and grilled chicken; top with Parmesan."),
+    (
+        "Pan-Seared Salmon with Quinoa",
+        "Pan-sear salmon fillets until crispy. Serve over cooked quinoa with a side of steamed asparagus.",
+    ),
+    (
+        "Caprese Salad Skewers",
+        (
+            "Thread cherry tomatoes, basil leaves, and mozzarella balls onto skewers. Drizzle with balsamic"
+            " glaze."
+        ),
+    ),
+    (
+        "Chicken Alfredo Pasta",
+        (
+            "Cook fettuccine pasta, toss with Alfredo sauce and grilled chicken strips. Serve with a "
+            "sprinkle of Parmesan cheese."
+        ),
+    ),
     (
         "Stuffed Bell Peppers",
-        "Fill peppers with quinoa, black beans, corn and tomato sauce; bake until soft.",
+        (
+            "Mix cooked quinoa, black beans, corn, tomato sauce, and spices. Stuff into bell peppers and "
+            "bake until tender."
+        ),
     ),
-    ("Eggplant Parmesan", "Bread and fry eggplant slices, layer with marinara and mozzarella, bake."),
+    (
+        "Eggplant Parmesan",
+        (
+            "Slice eggplant, bread, and fry. Layer in a baking dish with marinara sauce and mozzarella "
+            "cheese. Bake until bubbly."
+        ),
+    ),
     (
         "Thai Peanut Noodle Salad",
-        "Toss noodles in peanut sauce with red pepper, cabbage, carrot and cilantro.",
+        (
+            "Toss cooked noodles with a Thai peanut sauce, sliced red bell peppers, cabbage, carrots, and "
+            "cilantro."
+        ),
     ),
     (
         "Butternut Squash Soup",
-        "Cook onion and garlic, add squash and broth, blend smooth, season with nutmeg.",
+        (
+            "Sauté onions and garlic, add cubed butternut squash and broth. Puree until smooth and season "
+            "with nutmeg, salt, and pepper."
+        ),
     ),
-    ("Baked Cod with Lemon and Dill", "Season cod with lemon, dill, salt and pepper and bake until flaky."),
-    ("Vegetable Stir Fry with Tofu", "Brown tofu cubes, add vegetables and stir-fry sauce; serve with rice."),
-    ("Classic Margherita Pizza", "Top dough with tomato sauce, mozzarella and basil and bake until golden."),
-    ("Raspberry Almond Smoothie", "Blend raspberries, almond milk, banana and almond butter until smooth."),
-    ("Moroccan Chickpea Stew", "Saute onion, garlic, carrot and spices, add chickpeas, tomatoes and broth."),
-    ("Kale and Quinoa Salad", "Toss kale, quinoa, cranberries, almonds and feta with lemon vinaigrette."),
-    ("Grilled Cheese with Tomato and Basil", "Fill buttered bread with cheese, tomato and basil; grill."),
-    ("Sausage and Peppers Skillet", "Brown sliced sausage with peppers and onion; serve on a roll."),
-    ("Lentil Soup", "Simmer lentils with onion, carrot, celery and garlic in broth with thyme."),
-    ("Garlic Butter Shrimp", "Cook shrimp in garlic butter until pink; finish with parsley and lemon."),
+    (
+        "Baked Cod with Lemon and Dill",
+        (
+            "Place cod fillets in a baking dish, season with lemon juice, dill, salt, and pepper. Bake "
+            "until fish flakes easily."
+        ),
+    ),
+    (
+        "Vegetable Stir Fry with Tofu",
+        (
+            "Stir-fry tofu cubes until golden, add assorted vegetables and a stir-fry sauce. Serve over "
+            "rice or noodles."
+        ),
+    ),
+    (
+        "Classic Margherita Pizza",
+        (
+            "Spread pizza dough with tomato sauce, top with slices of mozzarella cheese and fresh basil "
+            "leaves. Bake until crust is golden."
+        ),
+    ),
+    (
+        "Raspberry Almond Smoothie",
+        "Blend together raspberries, almond milk, banana, and a scoop of almond butter until smooth.",
+    ),
+    (
+        "Moroccan Chickpea Stew",
+        (
+            "Sauté onions, garlic, carrots, and spices. Add canned chickpeas, diced tomatoes, and vegetable"
+            " broth. Simmer until flavors meld."
+        ),
+    ),
+    (
+        "Kale and Quinoa Salad",
+        (
+            "Toss chopped kale, cooked quinoa, dried cranberries, sliced almonds, and feta cheese with a "
+            "lemon vinaigrette."
+        ),
+    ),
+    (
+        "Grilled Cheese with Tomato and Basil",
+        (
+            "Butter bread slices, layer with cheese, tomato slices, and basil. Grill until bread is toasted"
+            " and cheese is melted."
+        ),
+    ),
+    (
+        "Sausage and Peppers Skillet",
+        (
+            "Sauté sliced sausage, bell peppers, and onions until browned. Serve with mustard or on a "
+            "hoagie roll."
+        ),
+    ),
+    (
+        "Lentil Soup",
+        (
+            "Cook onions, carrots, celery, garlic, and lentils in vegetable broth until lentils are tender."
+            " Season with thyme and bay leaves."
+        ),
+    ),
+    (
+        "Garlic Butter Shrimp",
+        (
+            "Sauté shrimp in butter and minced garlic until pink. Sprinkle with parsley and serve with "
+            "lemon wedges."
+        ),
+    ),
 )
 DESCRIPTIONS = (
-    "A fast, simple dish for busy weeknights.",
-    "A wholesome and tasty option for any meal.",
-    "A flexible recipe that invites you to play with flavors.",
+    "A quick and easy meal, perfect for busy weekdays.",
+    "A delicious and healthy choice for any time of the day.",
+    "An ideal recipe for experimenting with different flavors and ingredients.",
 )
 EXTRAS = (
-    "Season with your favourite spices to taste.",
-    "Swap in whatever ingredients you have at home.",
-    "Finish with fresh herbs before serving.",
+    "Try adding a pinch of your favorite spices for extra flavor.",
+    "Feel free to substitute with ingredients you have on hand.",
+    "Garnish with fresh herbs for a more vibrant taste.",
 )
 INGREDIENTS = (
     "see directions",
@@ -169,31 +323,39 @@ EDIT_FIELDS = (
 
 
 def random_recipe(rng: random.Random) -> dict[str, Any]:
+    """A recipe as AndroidWorld draws one (the recipe, then description, servings, time, the directions' extra
+    sentence, ingredients), with every column of its row; `recipeId` is -1 until the row is inserted."""
     title, directions = rng.choice(RECIPES)
+    description, servings, prep = rng.choice(DESCRIPTIONS), rng.choice(SERVINGS), rng.choice(PREP_TIMES)
+    directions = f"{directions} {rng.choice(EXTRAS)}"
     return {
         "title": title,
-        "description": rng.choice(DESCRIPTIONS),
-        "servings": rng.choice(SERVINGS),
-        "preparationTime": rng.choice(PREP_TIMES),
+        "description": description,
+        "servings": servings,
+        "preparationTime": prep,
         "source": "",
         "ingredients": rng.choice(INGREDIENTS),
-        "directions": f"{directions} {rng.choice(EXTRAS)}",
+        "directions": directions,
         "favorite": 0,
         "imageName": "",
+        "recipeId": -1,
     }
 
 
 def distinct_recipes(
-    rng: random.Random, n: int, unique_titles: bool = False, exclude_titles: frozenset[str] = frozenset()
+    rng: random.Random,
+    n: int,
+    unique_titles: bool = False,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
+    """`n` recipes, each differing from the earlier ones (by title with `unique_titles`, else in some column),
+    skipping those `keep` rejects: AndroidWorld's rejection sampling, so the draws match its own."""
     out: list[dict[str, Any]] = []
     while len(out) < n:
         c = random_recipe(rng)
-        if (
-            c in out
-            or c["title"] in exclude_titles
-            or (unique_titles and any(c["title"] == o["title"] for o in out))
-        ):
+        if (keep is not None and not keep(c)) or c in out:
+            continue
+        if unique_titles and any(c["title"] == o["title"] for o in out):
             continue
         out.append(c)
     return out
@@ -266,7 +428,10 @@ class RecipeAddSingleRecipe(_Recipe):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         targets = distinct_recipes(rng, cls.n_rows)
-        noise = distinct_recipes(rng, cls.n_noise)
+        # AndroidWorld keeps a noise recipe whose title differs from *any* target's (one target: from it).
+        noise = distinct_recipes(
+            rng, cls.n_noise, keep=lambda r: any(r["title"] != t["title"] for t in targets)
+        )
         return {
             "row_objects": targets,
             "noise_row_objects": noise,
@@ -391,9 +556,10 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # Noise titles differ from the target's: the duplicated pair is the only repeated title in the list.
-        target = random_recipe(rng)
-        noise = distinct_recipes(rng, cls.n_noise, exclude_titles=frozenset({target["title"]}))
+        # As in AndroidWorld: n + 1 distinct recipes, the last one duplicated. A noise recipe may share the
+        # target's title (and even its description) while differing in another column.
+        noise = distinct_recipes(rng, cls.n_noise + 1)
+        target = noise.pop()
         return {"row_objects": [target, dict(target)], "noise_row_objects": noise}
 
     @property
@@ -404,22 +570,31 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
         return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        """Spot two cards with the same title and description, open one, delete it."""
+        """Open the cards showing the duplicated recipe's title and description one by one; delete the first
+        whose details (servings, time, ingredients, directions) all match, going back from any that differ (a
+        noise recipe may share the title and description)."""
+        t = self.params["row_objects"][0]
         if mem.get("deleted"):
             return done() if view.app == PKG and view.title == "Recipes" else back()
         if mem.get("target"):
+            if view.title == t["title"] and view.has(desc="More options") and not mem.get("checked"):
+                meta = "   ".join(x for x in (t["servings"], t["preparationTime"]) if x)
+                if not all(view.has(text=x) for x in (meta, t["ingredients"], t["directions"]) if x):
+                    mem["tried"] = mem.get("tried", 0) + 1
+                    mem.pop("target")
+                    return back()
+                mem["checked"] = True
             act = delete_open_recipe(view, mem, mem["target"])
             if act is not None:
                 return act
         act = to_list(view)
         if act is not None:
             return act
-        seen: set[tuple[str, str]] = set()
-        for idx, title, desc in card_records(view):
-            if (title, desc) in seen:
-                mem["target"] = title
-                return click(idx)
-            seen.add((title, desc))
+        want = (t["title"], t["description"])
+        cands = [i for i, title, desc in card_records(view) if (title, desc) == want]
+        if len(cands) > mem.get("tried", 0):
+            mem["target"] = t["title"]
+            return click(cands[mem.get("tried", 0)])
         mem["scrolls"] = mem.get("scrolls", 0) + 1
         if mem["scrolls"] > 12:
             raise LookupError("expert found no duplicate recipes")

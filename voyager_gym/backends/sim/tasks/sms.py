@@ -12,6 +12,7 @@ from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import contacts as contacts_app
 from voyager_gym.backends.sim.apps import sms as app
 from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -32,48 +33,8 @@ PKG = app.PKG
 WINDOW_MS = 5 * 60 * 1000
 DAY_MS = 24 * 3600 * 1000
 
-MESSAGES = (
-    "Remember to feed the cat before you leave.",
-    "The plumber is coming tomorrow at 9 AM.",
-    "Dinner reservation confirmed for 7:30 PM on Saturday.",
-    "Can you pick up the kids from practice today?",
-    "Team standup moved to 10 AM on Monday.",
-    "Don't forget the farmers market this Sunday.",
-    "Your package was left at the front desk.",
-    "Car service appointment is on the 18th.",
-    "Bring a jacket, it will be cold tonight.",
-    "Movie night at my place on Friday.",
-    "The quarterly report is due next Thursday.",
-    "Happy birthday! Hope you have a great day.",
-    "Call me back when you get a chance.",
-    "Running ten minutes late, sorry!",
-    "Piano lesson rescheduled to Wednesday at 5 PM.",
-    "All that glitters is not gold.",
-    "Fortune favors the bold.",
-    "Practice makes perfect.",
-    "Every cloud has a silver lining.",
-    "Two heads are better than one.",
-    "Knowledge is power.",
-    "Time flies like an arrow.",
-    "Rome was not built in a day.",
-    "Still waters run deep.",
-    "The best things in life are free.",
-    "Home is where the heart is.",
-    "Laughter is the best medicine.",
-    "Slow and steady wins the race.",
-    "Look before you leap.",
-    "Hope for the best, prepare for the worst.",
-)
-ADDRESSES = (
-    "410 Pine St, Juneau, AK, 99801",
-    "22 Magnolia Ave, Mobile, AL, 36602",
-    "305 W Palm Ln, Tucson AZ 85705",
-    "77 Hickory Rd, Fayetteville, AR, 72701",
-    "1200 Aspen Dr Boulder, CO, 80302",
-    "58 Chestnut St, New Haven, CT, 06511",
-    "940 Willow Way, Wilmington, DE, 19801",
-    "3150 Peachtree Rd, Savannah, GA, 31401",
-)
+MESSAGES = vocab.SENTENCES  # AndroidWorld's message bodies
+ADDRESSES = vocab.ADDRESSES
 RESEND_ASK = "Sorry, there was a glitch, what was the last message you sent me?"
 
 
@@ -355,12 +316,9 @@ class SimpleSmsSendReceivedAddress(_SmsTask):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         name1 = random_name(rng)
-        return {
-            "name1": name1,
-            "number": random_number(rng),
-            "name2": random_name(rng, [name1]),
-            "message": rng.choice(ADDRESSES),
-        }
+        name2 = random_name(rng, [name1])
+        number = random_number(rng)
+        return {"name1": name1, "number": number, "name2": name2, "message": rng.choice(ADDRESSES)}
 
     def initialize(self, dev: DeviceState) -> None:
         dev.sms.clear()

@@ -14,6 +14,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.opentracks import MILE, PKG, TRACKS, parse_start
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -31,134 +32,6 @@ TODAY = START_TIME.date()
 WEEK_START = dt.date(2023, 10, 9)  # Monday of the device's week
 DATE_FMT = "%B %d %Y"
 
-CATEGORIES = (
-    "running",
-    "cycling",
-    "swimming",
-    "hiking",
-    "mountain biking",
-    "kayaking",
-    "skiing",
-    "snow boarding",
-    "skate boarding",
-    "climbing",
-    "inline skating",
-    "sailing",
-)
-DURATIONS = (
-    "15",
-    "30",
-    "45",
-    "60",
-    "90",
-    "120",
-    "40",
-    "50",
-    "75",
-    "80",
-    "20",
-    "105",
-    "135",
-    "150",
-    "165",
-    "180",
-    "210",
-    "240",
-    "270",
-)
-DISTANCES = (
-    "100",
-    "300",
-    "500",
-    "800",
-    "1000",
-    "1200",
-    "1500",
-    "2000",
-    "2500",
-    "3000",
-    "3500",
-    "4000",
-    "4500",
-    "5000",
-    "6000",
-    "7000",
-    "8000",
-    "9000",
-    "10000",
-    "12000",
-)
-START_TIMES = (
-    "8:00am",
-    "10:30am",
-    "5:00pm",
-    "6:30am",
-    "9:45am",
-    "2:15pm",
-    "7:00am",
-    "11:00am",
-    "4:00pm",
-    "1:30pm",
-    "5:45pm",
-    "6:15am",
-    "7:30am",
-    "3:45pm",
-    "10:15am",
-    "2:45pm",
-    "8:45am",
-    "9:15am",
-    "12:00pm",
-    "5:30pm",
-)
-ELEVATIONS = (
-    "50",
-    "100",
-    "250",
-    "150",
-    "75",
-    "300",
-    "200",
-    "400",
-    "350",
-    "450",
-    "550",
-    "600",
-    "800",
-    "700",
-    "900",
-    "1000",
-    "650",
-    "1100",
-    "1200",
-    "850",
-)
-NAMES = (
-    "More tired than usual today",
-    "Need more strength and conditioning",
-    "Slow day",
-    "Laps around the lake",
-    "Trying and failing to keep up with John",
-    "Quick outing",
-    "Recovery day",
-    "Active Rest Day",
-    "Skill work",
-    "Mindful Movement",
-    "Outdoor Adventure",
-    "Light Workout",
-    "Intense day",
-    "Quick Sweat",
-    "Lunch Break Fitness",
-)
-DESCRIPTIONS = (
-    "Great weather and good company.",
-    "Felt strong the whole way.",
-    "Took it easy and enjoyed it.",
-    "Tried a new route today.",
-    "Windy but worth it.",
-    "Pushed the pace at the end.",
-    "Legs were heavy from yesterday.",
-    "Perfect conditions.",
-)
 # Categories of the noise activities (AndroidWorld's list) and our own name words for them.
 NOISE_CATEGORIES = (
     "biking",
@@ -187,19 +60,6 @@ NOISE_WORDS = ("Morning", "Evening", "Lunch", "Weekend", "Easy", "Long", "Scenic
 def rounded_distance(meters: float) -> int:
     """AndroidWorld stores what the app shows: metres rounded to 0.01 mile and back to whole metres."""
     return round(round(meters / MILE, 2) * MILE)
-
-
-def reword_date(date_str: str, rng: random.Random) -> str:
-    """AndroidWorld's natural-language date: 'October 05', 'October 05 2023', today/yesterday or a weekday."""
-    d = dt.datetime.strptime(date_str, DATE_FMT).date()
-    options = [d.strftime("%B %d"), d.strftime(DATE_FMT)]
-    if d == TODAY:
-        options.append("today")
-    if d == TODAY - dt.timedelta(days=1):
-        options.append("yesterday")
-    if d < TODAY and TODAY - d <= dt.timedelta(days=7):
-        options.append(d.strftime("%A"))
-    return rng.choice(options)
 
 
 def make_track(
@@ -241,23 +101,35 @@ def relevant_start(date_str: str, time_str: str) -> dt.datetime:
     return dt.datetime.combine(d, t, tzinfo=dt.UTC)
 
 
-def draw_activities(rng: random.Random, n: int, category: str, dates: list[str]) -> list[dict[str, str]]:
-    """n relevant activities; names, times, durations, distances drawn without replacement (AndroidWorld)."""
-    picks = {
-        k: rng.sample(v, n)
-        for k, v in (
-            ("name", NAMES),
-            ("description", DESCRIPTIONS),
-            ("start_time", START_TIMES),
-            ("duration", DURATIONS),
-            ("distance", DISTANCES),
-            ("elevation", ELEVATIONS),
-        )
-    }
-    return [
-        {"category": category, "start_date": dates[i], **{k: v[i] for k, v in picks.items()}}
-        for i in range(n)
-    ]
+# An activity's fields in AndroidWorld's fill order (its proto's field order), each from a task param or, with
+# a leading "~", drawn without replacement from that param's vocabulary.
+ACTIVITY_FIELDS = (
+    "name",
+    "description",
+    "category",
+    "start_date",
+    "start_time",
+    "duration",
+    "distance",
+    "elevation_gain",
+    "elevation_loss",
+)
+
+
+def fill_activities(
+    task: SimTask, rng: random.Random, n: int, sources: dict[str, str]
+) -> list[dict[str, str]]:
+    """The `n` relevant activities as AndroidWorld fills its definition: field by field, in order, from the
+    params or (source "~<param>") drawn without replacement."""
+    pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[task.name]), task.params)
+    out = []
+    for _ in range(n):
+        a = {}
+        for field in ACTIVITY_FIELDS:
+            src = sources[field]
+            a[field] = pool.draw(rng, src[1:]) if src.startswith("~") else task.params[src]
+        out.append(a)
+    return out
 
 
 class _SportsIR(SimTask):
@@ -268,11 +140,18 @@ class _SportsIR(SimTask):
         """AndroidWorld's exclusion conditions: noise matching all of them would change the answer."""
         raise NotImplementedError
 
+    n_activities = 1
+    # where each activity field comes from (see `fill_activities`)
+    sources: dict[str, str] = {}
+
     def initialize(self, dev: DeviceState) -> None:
+        self.dates = {k: _date(v) for k, v in self.params.items() if k.endswith("date")}  # before rewording
+        rng = random.Random(self.params.get("seed", 0))
+        self.activities = fill_activities(self, rng, self.n_activities, self.sources)
+        vocab.reword_dates(self.params, rng)
         rng = self.rng("tracks")
         tracks = []
-        for a in self.params["activities"]:
-            elev = int(a["elevation"])
+        for a in self.activities:
             tracks.append(
                 make_track(
                     dev,
@@ -282,8 +161,8 @@ class _SportsIR(SimTask):
                     relevant_start(a["start_date"], a["start_time"]),
                     float(a["duration"]),
                     float(a["distance"]),
-                    elev,
-                    elev,
+                    int(a["elevation_gain"]),
+                    int(a["elevation_loss"]),
                 )
             )
         window0 = START_TIME - dt.timedelta(days=14)
@@ -394,18 +273,29 @@ class SportsTrackerActivitiesCountForWeek(_SportsIR):
         "from Monday. Express your answer as a single integer."
     )
 
+    n_activities = 2
+    sources = {
+        "name": "~activity_name",
+        "description": "~activity_description",
+        "category": "category",
+        "start_date": "~start_date",
+        "start_time": "~start_time",
+        "duration": "~duration",
+        "distance": "~distance",
+        "elevation_gain": "~elevation",
+        "elevation_loss": "~elevation",
+    }
+
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        cat = rng.choice(CATEGORIES)
-        week = [(WEEK_START + dt.timedelta(days=i)).strftime(DATE_FMT).replace(" 0", " ") for i in range(7)]
-        return {"category": cat, "activities": draw_activities(rng, 2, cat, rng.sample(week, 2))}
+        return ir_vocab.draw(cls.name, rng)  # the activities draw their own fields, see `sources`
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
         return self.params["category"] in t["category"].lower() and WEEK_START <= d <= TODAY
 
     def expected(self) -> str:
-        return str(len(self.params["activities"]))
+        return str(len(self.activities))
 
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return bool(rows) and rows[-1]["start"].date() < WEEK_START
@@ -425,15 +315,25 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
     )
     tolerance = 9.999
 
+    sources = {
+        "name": "~activity_name",
+        "description": "~activity_description",
+        "category": "category",
+        "start_date": "~start_date",
+        "start_time": "~start_time",
+        "duration": "~duration",
+        "distance": "distance",
+        "elevation_gain": "~elevation",
+        "elevation_loss": "~elevation",
+    }
+
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        cat = rng.choice(CATEGORIES)
-        day = (WEEK_START + dt.timedelta(days=rng.randrange(7))).strftime(DATE_FMT).replace(" 0", " ")
-        return {"category": cat, "activities": draw_activities(rng, 1, cat, [day])}
+        return ir_vocab.draw(cls.name, rng)  # the activity takes `distance`, draws the rest
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
-        target = rounded_distance(float(self.params["activities"][0]["distance"]))
+        target = rounded_distance(float(self.activities[0]["distance"]))
         return (
             self.params["category"] in t["category"].lower()
             and t["totaldistance"] >= target
@@ -441,7 +341,7 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
         )
 
     def expected(self) -> str:
-        return str(rounded_distance(float(self.params["activities"][0]["distance"])))
+        return str(rounded_distance(float(self.activities[0]["distance"])))
 
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return bool(rows) and rows[-1]["start"].date() < WEEK_START
@@ -459,25 +359,32 @@ class SportsTrackerActivityDuration(_SportsIR):
         "How long was my {category} activity {date} in the OpenTracks app? Express your answer in minutes "
         "as a single integer."
     )
-    DATES = tuple(dt.date(2023, 10, d).strftime(DATE_FMT).replace(" 0", " ") for d in range(5, 16))
+
+    sources = {
+        "name": "activity_name",
+        "description": "activity_description",
+        "category": "category",
+        "start_date": "date",
+        "start_time": "start_time",
+        "duration": "duration",
+        "distance": "distance",
+        "elevation_gain": "~elevation",
+        "elevation_loss": "~elevation",
+    }
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        cat, day = rng.choice(CATEGORIES), rng.choice(cls.DATES)
-        acts = draw_activities(rng, 1, cat, [day])
-        return {"category": cat, "date": reword_date(day, rng), "raw_date": day, "activities": acts}
+        return ir_vocab.draw(cls.name, rng)  # the activity takes them all but its elevations
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
-        return d == _date(self.params["raw_date"]) and self.params["category"] in t["category"].lower()
+        return d == self.dates["date"] and self.params["category"] in t["category"].lower()
 
     def expected(self) -> str:
-        return self.params["activities"][0]["duration"]
+        return self.activities[0]["duration"]
 
     def _match(self, r: dict[str, Any]) -> bool:
-        return r["category"] == self.params["category"] and r["start"].date() == _date(
-            self.params["raw_date"]
-        )
+        return r["category"] == self.params["category"] and r["start"].date() == self.dates["date"]
 
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return any(self._match(r) for r in rows)
@@ -496,34 +403,36 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
         "nearest integer."
     )
     tolerance = 9.999
-    STARTS = tuple(dt.date(2023, 10, d).strftime(DATE_FMT).replace(" 0", " ") for d in range(1, 10))
-    ENDS = tuple(dt.date(2023, 10, d).strftime(DATE_FMT).replace(" 0", " ") for d in range(10, 16))
+
+    n_activities = 2
+    sources = {
+        "name": "~activity_name",
+        "description": "~activity_description",
+        "category": "category",
+        "start_date": "start_date",
+        "start_time": "~start_time",
+        "duration": "~duration",
+        "distance": "~distance",
+        "elevation_gain": "~elevation",
+        "elevation_loss": "~elevation",
+    }
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        cat, start, end = rng.choice(CATEGORIES), rng.choice(cls.STARTS), rng.choice(cls.ENDS)
-        acts = draw_activities(rng, 2, cat, [start, start])
-        return {
-            "category": cat,
-            "start_date": reword_date(start, rng),
-            "end_date": reword_date(end, rng),
-            "raw_start": start,
-            "raw_end": end,
-            "activities": acts,
-        }
+        return ir_vocab.draw(cls.name, rng)  # both activities on `start_date`, the rest drawn
 
     def _in(self, d: dt.date) -> bool:
-        return _date(self.params["raw_start"]) <= d <= _date(self.params["raw_end"])
+        return self.dates["start_date"] <= d <= self.dates["end_date"]
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
         return self.params["category"] in t["category"].lower() and self._in(d)
 
     def expected(self) -> str:
-        return str(sum(rounded_distance(float(a["distance"])) for a in self.params["activities"]))
+        return str(sum(rounded_distance(float(a["distance"])) for a in self.activities))
 
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
-        return bool(rows) and rows[-1]["start"].date() < _date(self.params["raw_start"])
+        return bool(rows) and rows[-1]["start"].date() < self.dates["start_date"]
 
     def compute(self, rows: list[dict[str, Any]]) -> str:
         cat = self.params["category"]

@@ -30,6 +30,48 @@ APP_PACKAGES = {
     "dialer": "com.google.android.dialer",
 }
 
+# What SystemCopyToClipboard asks to copy: AndroidWorld's list, in its order (an address, a company, an
+# email, a shop, a phone note, an order number, a reservation, a code, a membership, an invoice, a tracking
+# number and a transaction id, three times over).
+CLIPBOARD_TEXTS = (
+    "1234 Elm St, Springfield, IL",
+    "Acme Corp, Suite 200",
+    "john.doe@example.com",
+    "Jane's Flower Shop",
+    "Call me at 555-1234",
+    "Order No: A123456",
+    "Reservation under: Jane",
+    "Discount code: SAVE20",
+    "Membership ID: XYZ789",
+    "Invoice #98765",
+    "Tracking #: 1Z204E2A",
+    "Transaction ID: abc123",
+    "9876 Pine Ave, Riverside, CA",
+    "Global Tech, Floor 3",
+    "jane.smith@example.com",
+    "Mike's Grocery Store",
+    "Text me at 555-6789",
+    "Order No: B654321",
+    "Reservation under: Mike",
+    "Promo code: DEAL30",
+    "Membership ID: ABC123",
+    "Invoice #54321",
+    "Tracking #: 3H488Y2B",
+    "Transaction ID: def456",
+    "2554 Oak Street, Boston, MA",
+    "Innovate Inc, Room 10",
+    "alex.jordan@example.net",
+    "Sara's Bakery",
+    "Reach out at 555-9101",
+    "Order No: C987654",
+    "Reservation under: Sara",
+    "Coupon code: OFF50",
+    "Membership ID: LMN456",
+    "Invoice #32198",
+    "Tracking #: 5K672F4C",
+    "Transaction ID: ghi789",
+)
+
 # Paths through Settings: the row titles to tap from the main screen to the screen holding the control.
 WIFI_PATH = ("Network & internet", "Internet")
 BT_PATH = ("Connected devices", "Connection preferences", "Bluetooth")
@@ -76,6 +118,10 @@ class _Toggle(SimTask):
     path: tuple[str, ...] = ()
     label = ""
 
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"on_or_off": "on" if cls.want else "off"}
+
     def initialize(self, dev: DeviceState) -> None:
         on = self.want if self.starts_solved else not self.want
         dev.settings[self.key] = 1 if on else 0
@@ -118,7 +164,7 @@ for _verify in (False, True):
         True,
         BT_PATH,
         "Use Bluetooth",
-        "Turn bluetooth on.",
+        "Turn bluetooth {on_or_off}.",
         _verify,
     )
     _toggle_task(
@@ -127,17 +173,25 @@ for _verify in (False, True):
         False,
         BT_PATH,
         "Use Bluetooth",
-        "Turn bluetooth off.",
+        "Turn bluetooth {on_or_off}.",
         _verify,
     )
-    _toggle_task(f"SystemWifiTurnOn{_sfx}", "wifi_on", True, WIFI_PATH, "Wi‑Fi", "Turn wifi on.", _verify)
-    _toggle_task(f"SystemWifiTurnOff{_sfx}", "wifi_on", False, WIFI_PATH, "Wi‑Fi", "Turn wifi off.", _verify)
+    _toggle_task(
+        f"SystemWifiTurnOn{_sfx}", "wifi_on", True, WIFI_PATH, "Wi‑Fi", "Turn wifi {on_or_off}.", _verify
+    )
+    _toggle_task(
+        f"SystemWifiTurnOff{_sfx}", "wifi_on", False, WIFI_PATH, "Wi‑Fi", "Turn wifi {on_or_off}.", _verify
+    )
 
 
 class _Brightness(SimTask):
     app_names = ("settings",)
     complexity = 1.0
     target = 255
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"max_or_min": "max" if cls.target == 255 else "min"}
 
     def initialize(self, dev: DeviceState) -> None:
         if self.starts_solved:
@@ -166,8 +220,8 @@ class _Brightness(SimTask):
 for _verify in (False, True):
     _sfx = "Verify" if _verify else ""
     for _n, _t, _tmpl in (
-        ("Max", 255, "Turn brightness to the max value."),
-        ("Min", 1, "Turn brightness to the min value."),
+        ("Max", 255, "Turn brightness to the {max_or_min} value."),
+        ("Min", 1, "Turn brightness to the {max_or_min} value."),
     ):
         _c = type(
             f"SystemBrightness{_n}{_sfx}",
@@ -196,7 +250,7 @@ class OpenAppTaskEval(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {"app_name": rng.choice(sorted(APP_PACKAGES))}
+        return {"app_name": rng.choice(list(APP_PACKAGES))}  # AndroidWorld's order
 
     def is_successful(self, dev: DeviceState) -> float:
         return 1.0 if dev.foreground == APP_PACKAGES[self.params["app_name"]] else 0.0
@@ -216,7 +270,7 @@ class TurnOnWifiAndOpenApp(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {"app_name": rng.choice(sorted(set(APP_PACKAGES) - {"settings"}))}
+        return OpenAppTaskEval.generate_random_params(rng)  # any of the five, Settings included
 
     def initialize(self, dev: DeviceState) -> None:
         dev.settings["wifi_on"] = 0
@@ -271,27 +325,7 @@ class SystemCopyToClipboard(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        words = [
-            "meeting",
-            "notes",
-            "project",
-            "alpha",
-            "budget",
-            "review",
-            "launch",
-            "friday",
-            "draft",
-            "ideas",
-            "summary",
-            "plan",
-            "grocery",
-            "list",
-            "call",
-            "back",
-            "later",
-            "urgent",
-        ]
-        return {"clipboard_content": " ".join(rng.sample(words, rng.randint(2, 5)))}
+        return {"clipboard_content": rng.choice(CLIPBOARD_TEXTS)}
 
     def is_successful(self, dev: DeviceState) -> float:
         return 1.0 if dev.clipboard.strip() == self.params["clipboard_content"].strip() else 0.0

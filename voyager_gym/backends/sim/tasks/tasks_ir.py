@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Sequence
 from typing import Any
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.tasks_app import PKG, make_task, tasks
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -26,68 +26,11 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.calendar import IR_DATES, TIMES, parse_time, reword_date
+from voyager_gym.backends.sim.tasks.calendar import parse_time
 
 TODAY = START_TIME.date()
 UTC = dt.UTC
 
-TITLES = (
-    "Complete project proposal",
-    "Review code changes",
-    "Schedule team meeting",
-    "Submit expense report",
-    "Update website content",
-    "Review quarterly goals",
-    "Organize files and folders",
-    "Draft marketing email",
-    "Attend networking event",
-    "Prepare presentation for meeting",
-    "Call client for follow-up",
-    "Research market trends",
-    "Follow up on support tickets",
-    "Prepare agenda for weekly meeting",
-    "Book flights for conference",
-    "Plan team outing",
-    "Participate in brainstorming session",
-    "Review performance metrics",
-    "Attend training session",
-    "Send report to manager",
-)
-NOTES = (
-    "Remember to complete this task.",
-    "This task is important.",
-    "Don't forget to follow up on this task.",
-    "Double-check calculations.",
-    "Confirm meeting location.",
-    "Follow up with team members.",
-    "Prepare presentation slides.",
-    "Update project status.",
-    "Check email for updates.",
-    "Review feedback from client.",
-    "Complete paperwork.",
-    "Schedule follow-up meeting.",
-)
-INCOMPLETE_TITLES = TITLES + (
-    "Dinner with friends",
-    "Organize movie night",
-    "Exercise session with coach",
-    "Read book for book club",
-    "Plan family reunion",
-)
-INCOMPLETE_NOTES = (
-    "This is high priority.",
-    "This is urgent.",
-    "Remember to review ahead of time.",
-    "Double-check details.",
-    "Schedule time on calendar.",
-    "Follow up with others.",
-    "Send emails to everyone.",
-    "Send an update.",
-    "Monitor email for updates on this.",
-    "Check handwritten notes.",
-    "Complete survey.",
-    "Schedule follow-up tasks.",
-)
 # AndroidWorld's random noise tasks: a title and (half the time) its note.
 NOISE = {
     "Grocery Shopping": "Don't forget milk, eggs, and bread. Also need to pick up snacks for the kids.",
@@ -179,7 +122,16 @@ class _TasksIR(SimTask):
     def excluded(self, spec: dict[str, Any]) -> bool:
         raise NotImplementedError
 
+    def setup_params(self, rng: random.Random) -> None:
+        """AndroidWorld's setup draws before it rewords the goal's dates (from a generator seeded with the
+        instance seed): the targets' `_without_replacement` fields."""
+
     def initialize(self, dev: DeviceState) -> None:
+        if "date" in self.params:
+            self.day = vocab.ir_date(self.params["date"])  # before the goal's wording replaces it
+        rng = random.Random(self.params.get("seed", 0))
+        self.setup_params(rng)
+        vocab.reword_dates(self.params, rng)
         rng = self.rng("noise")
         specs = self.targets() + draw_noise(rng, self.n_noise, random_task, lambda s: not self.excluded(s))
         rng.shuffle(specs)
@@ -232,15 +184,25 @@ class _TasksIR(SimTask):
         return [t for t, _ in st["rows"]]
 
     def last_day(self) -> dt.date:
-        return dt.date.fromisoformat(self.params["date_iso"])
+        return self.day
 
 
 class _DueQuestion(_TasksIR):
-    """A question on due dates: three targets due on `date_iso`, answered from the due-date-sorted list."""
+    """A question on due dates: three targets due on `date`, answered from the due-date-sorted list."""
 
-    def due_targets(self, hide_times: Sequence[str]) -> list[dict[str, Any]]:
-        """The three target specs from params, due on the day asked about, hidden until Oct 10, 9 and 11."""
-        p = self.params
+    hide_times: tuple[str, ...] | None = None  # fixed hide-until times; None: drawn per task
+
+    def setup_params(self, rng: random.Random) -> None:
+        """Three tasks due on the date, hidden until 10, 9 and 11 October: per task its title, importance,
+        (hide-until time,) and notes drawn without replacement, in AndroidWorld's field order."""
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        self.rows = []
+        for k, hide_day in enumerate((10, 9, 11)):
+            title, importance = pool.draw(rng, "title"), pool.draw(rng, "importance")
+            hide = self.hide_times[k] if self.hide_times else pool.draw(rng, "time")
+            self.rows.append((title, int(importance), pool.draw(rng, "notes"), hide_day, hide))
+
+    def targets(self) -> list[dict[str, Any]]:
         d = self.last_day()
         return [
             {
@@ -251,9 +213,7 @@ class _DueQuestion(_TasksIR):
                 "hide": ms(at(dt.date(2023, 10, hd), ht)),
                 "completed": 0,
             }
-            for t, imp, n, hd, ht in zip(
-                p["titles"], p["importances"], p["notes"], (10, 9, 11), hide_times, strict=True
-            )
+            for t, imp, n, hd, ht in self.rows
         ]
 
     def keeps(self, day: dt.date) -> bool:
@@ -278,19 +238,11 @@ class TasksDueOnDate(_DueQuestion):
         "titles, format your answer in a comma separated list."
     )
 
+    hide_times = ("8:00", "10:00", "9:00")
+
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        d = rng.choice(IR_DATES)
-        return {
-            "date_iso": d.isoformat(),
-            "titles": rng.sample(TITLES, 3),
-            "importances": rng.sample([0, 0, 1, 1, 2, 2, 3, 3], 3),
-            "notes": rng.sample(NOTES, 3),
-            "date": reword_date(d, rng),
-        }
-
-    def targets(self) -> list[dict[str, Any]]:
-        return self.due_targets(("8:00", "10:00", "9:00"))
+        return ir_vocab.draw(cls.name, rng)  # date, importance, title, notes (the targets draw their own)
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) == self.last_day()
@@ -309,18 +261,7 @@ class TasksIncompleteTasksOnDate(_DueQuestion):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        d = rng.choice(IR_DATES)
-        return {
-            "date_iso": d.isoformat(),
-            "titles": rng.sample(INCOMPLETE_TITLES, 3),
-            "importances": rng.sample([0, 1, 2, 3], 3),
-            "notes": rng.sample(INCOMPLETE_NOTES, 3),
-            "hide_times": rng.sample(TIMES, 3),
-            "date": reword_date(d, rng),
-        }
-
-    def targets(self) -> list[dict[str, Any]]:
-        return self.due_targets(self.params["hide_times"])
+        return ir_vocab.draw(cls.name, rng)  # title, importance, notes, date, time (targets draw their own)
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) <= self.last_day() and not spec["completed"]
@@ -339,15 +280,11 @@ class TasksHighPriorityTasks(_TasksIR):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        due = dt.date(2023, 10, rng.randint(16, 22))
-        hide = dt.date(2023, 10, rng.randint(10, 15))
-        return {
-            "task_title": rng.choice(TITLES),
-            "notes": rng.choice(NOTES),
-            "due_iso": due.isoformat(),
-            "time": rng.choice(TIMES),
-            "hide_iso": hide.isoformat(),
-        }
+        return ir_vocab.draw(cls.name, rng)  # task_title, notes, due_date, time, hide_until_date
+
+    def setup_params(self, rng: random.Random) -> None:
+        self.due = vocab.ir_date(self.params["due_date"])  # before the goal's wording replaces them
+        self.hide = vocab.ir_date(self.params["hide_until_date"])
 
     def targets(self) -> list[dict[str, Any]]:
         p = self.params
@@ -356,8 +293,8 @@ class TasksHighPriorityTasks(_TasksIR):
                 "title": p["task_title"],
                 "importance": 0,
                 "notes": p["notes"],
-                "due": ms(at(dt.date.fromisoformat(p["due_iso"]), p["time"])),
-                "hide": ms(at(dt.date.fromisoformat(p["hide_iso"]), p["time"])),
+                "due": ms(at(self.due, p["time"])),
+                "hide": ms(at(self.hide, p["time"])),
                 "completed": 0,
             }
         ]

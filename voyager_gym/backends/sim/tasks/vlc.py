@@ -6,7 +6,6 @@ name must be exactly as many as the wanted files, and file k must sit at positio
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 import string
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.vlc import PKG, PLAYLISTS, VIDEOS_DIR, stem
 from voyager_gym.backends.sim.device import DeviceState
+from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -53,32 +53,29 @@ SUFFIXES = ("", "HD", "4K", "raw", "export")
 
 
 def file_name(rng: random.Random) -> str:
-    """A video name like AndroidWorld's: prefix_num_suffix.mp4 with a date, random or fixed modifier."""
-    base = f"{rng.choice(PREFIXES)}_{rng.randint(1, 99)}_{rng.choice(SUFFIXES)}"
-    kind = rng.choice(("date", "random", "fixed"))
-    if kind == "date":
-        mod = (dt.date(2023, 1, 1) + dt.timedelta(days=rng.randint(0, 286))).strftime("%Y_%m_%d")
-    elif kind == "random":
-        mod = "".join(rng.choices(string.ascii_letters + string.digits, k=4))
-    else:
-        mod = rng.choice(("backup", "copy", "final", "edited"))
-    return f"{mod}_{base}.mp4" if rng.random() < 0.5 else f"{base}_{mod}.mp4"
+    """A video name as AndroidWorld draws it: prefix_num_suffix.mp4 (prefix, suffix, then the number), varied
+    with a date, a random tag or backup/copy/final/edited."""
+    prefix, suffix = rng.choice(PREFIXES), rng.choice(SUFFIXES)
+    return vocab.modified_file_name(rng, f"{prefix}_{rng.randint(1, 99)}_{suffix}.mp4")
+
+
+def _distinct_file(rng: random.Random, taken: set[str]) -> str:
+    """`file_name`, redrawn in the rare case it repeats one already in the task (AndroidWorld would write the
+    same file twice; SimDroid keeps every listed file distinct)."""
+    f = file_name(rng)
+    while f in taken:
+        f = file_name(rng)
+    taken.add(f)
+    return f
 
 
 def playlist_params(rng: random.Random, taken: set[str]) -> dict[str, Any]:
-    """A playlist name, 2-5 files and as many noise files (all names distinct)."""
+    """A playlist name, then 2-5 files and as many noise files, in AndroidWorld's order of draws."""
+    name = f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}"
     n = rng.randint(2, 5)
-    names: list[str] = []
-    while len(names) < 2 * n:
-        f = file_name(rng)
-        if f not in taken:
-            taken.add(f)
-            names.append(f)
-    return {
-        "playlist_name": f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}",
-        "files": names[:n],
-        "noise_files": names[n:],
-    }
+    files = [_distinct_file(rng, taken) for _ in range(n)]
+    noise = [_distinct_file(rng, taken) for _ in range(n)]
+    return {"playlist_name": name, "files": files, "noise_files": noise}
 
 
 def playlist_rows(dev: DeviceState) -> list[tuple[str, str, int]]:

@@ -1,0 +1,206 @@
+"""SimDroid draws AndroidWorld's params and goal text for the same instance seed.
+
+`tests/data/androidworld_params.json` holds, for every AndroidWorld task, the params and goal that
+android_world's own `generate_random_params()` produced for instances 0-4 of its default suite (seed 30),
+written by `tools/export_androidworld_params.py` (dataclass rows as dicts of their fields, dates as ISO
+strings). The tasks in MATCHED are the ones SimDroid reproduces exactly; `tools/compare_params.py` reports
+the rest.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voyager_gym.backends.sim.tasks import TASKS
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
+
+MATCHED = [
+    # browser (the page starts in Downloads, as AndroidWorld's does)
+    "BrowserDraw",
+    "BrowserMaze",
+    "BrowserMultiply",
+    # expense
+    "ExpenseAddMultiple",
+    "ExpenseAddSingle",
+    "ExpenseDeleteDuplicates",
+    "ExpenseDeleteMultiple",
+    "ExpenseDeleteSingle",
+    # sports tracker (information retrieval)
+    "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivityDuration",
+    "SportsTrackerLongestDistanceActivity",
+    "SportsTrackerTotalDistanceForCategoryOverInterval",
+    # system
+    "OpenAppTaskEval",
+    "SystemBluetoothTurnOff",
+    "SystemBluetoothTurnOffVerify",
+    "SystemBluetoothTurnOn",
+    "SystemBluetoothTurnOnVerify",
+    "SystemBrightnessMax",
+    "SystemBrightnessMaxVerify",
+    "SystemBrightnessMin",
+    "SystemBrightnessMinVerify",
+    "SystemCopyToClipboard",
+    "SystemWifiTurnOff",
+    "SystemWifiTurnOffVerify",
+    "SystemWifiTurnOn",
+    "SystemWifiTurnOnVerify",
+    "TurnOffWifiAndTurnOnBluetooth",
+    "TurnOnWifiAndOpenApp",
+    # contacts, files, markor (MarkorCreateFolder: AndroidWorld names the folder after the wall clock)
+    "ContactsAddContact",
+    "ContactsNewContactDraft",
+    "FilesDeleteFile",
+    "FilesMoveFile",
+    "MarkorAddNoteHeader",
+    "MarkorChangeNoteContent",
+    "MarkorCreateNote",
+    "MarkorDeleteAllNotes",
+    "MarkorDeleteNewestNote",
+    "MarkorDeleteNote",
+    "MarkorEditNote",
+    "MarkorMoveNote",
+    # joplin (information retrieval)
+    "NotesIsTodo",
+    "NotesMeetingAttendeeCount",
+    "NotesRecipeIngredientCount",
+    "NotesTodoItemCount",
+    # recipe
+    "RecipeAddSingleRecipe",
+    "RecipeDeleteDuplicateRecipes",
+    "RecipeDeleteMultipleRecipes",
+    "RecipeDeleteSingleRecipe",
+    "RecipeDeleteSingleWithRecipeWithNoise",
+    # calendar (add and delete)
+    "SimpleCalendarAddOneEvent",
+    "SimpleCalendarAddOneEventRelativeDay",
+    "SimpleCalendarAddOneEventTomorrow",
+    "SimpleCalendarDeleteEvents",
+    "SimpleCalendarDeleteOneEvent",
+    # calendar (information retrieval)
+    "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventsOnDate",
+    "SimpleCalendarLocationOfEvent",
+    "SimpleCalendarNextEvent",
+    # sms
+    "SimpleSmsReply",
+    "SimpleSmsReplyMostRecent",
+    "SimpleSmsResend",
+    "SimpleSmsSend",
+    "SimpleSmsSendClipboardContent",
+    "SimpleSmsSendReceivedAddress",
+    # tasks (information retrieval)
+    "TasksDueOnDate",
+    "TasksHighPriorityTasks",
+    "TasksIncompleteTasksOnDate",
+    # vlc
+    "VlcCreatePlaylist",
+    "VlcCreateTwoPlaylists",
+]
+
+# Information-retrieval tasks whose goal after initialization (AndroidWorld rewords dates then, drawing from
+# the instance seed) is AndroidWorld's too: the goal `reset` returns equals the fixture's `init_goal`.
+INIT_MATCHED = [
+    "NotesIsTodo",
+    "NotesMeetingAttendeeCount",
+    "NotesRecipeIngredientCount",
+    "NotesTodoItemCount",
+    "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventsOnDate",
+    "SimpleCalendarLocationOfEvent",
+    "SimpleCalendarNextEvent",
+    "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivityDuration",
+    "SportsTrackerLongestDistanceActivity",
+    "SportsTrackerTotalDistanceForCategoryOverInterval",
+    "TasksDueOnDate",
+    "TasksHighPriorityTasks",
+    "TasksIncompleteTasksOnDate",
+]
+
+# Keys SimDroid keeps beside AndroidWorld's (internal values its start state or verifier reads); a task
+# listed here produces a superset of AndroidWorld's params, equal on every AndroidWorld key.
+EXTRA_KEYS: dict[str, set[str]] = {}
+
+
+@pytest.fixture(scope="module")
+def fixture():
+    return json.loads(FIXTURE.read_text())
+
+
+def json_safe(v):
+    """The exporter's encoding for the kinds of values SimDroid's params hold."""
+    if isinstance(v, dict):
+        return {str(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v
+
+
+def test_fixture_covers_androidworld():
+    data = json.loads(FIXTURE.read_text())
+    assert data["_meta"]["tasks"] == 116 and len(data) == 117
+    assert all(len(v) == data["_meta"]["instances"] for k, v in data.items() if k != "_meta")
+
+
+@pytest.mark.parametrize("name", MATCHED)
+def test_params_and_goal_match_androidworld(backend, fixture, name):
+    for inst in fixture[name]:
+        params = backend.generate_params(name, inst["seed"])
+        got = json_safe(params)
+        extra = EXTRA_KEYS.get(name, set())
+        keys = f"{name}: keys {sorted(got)} vs AndroidWorld's {sorted(inst['params'])}"
+        assert set(got) - set(inst["params"]) == extra and set(inst["params"]) <= set(got), keys
+        got = {k: v for k, v in got.items() if k not in extra}
+        assert got == inst["params"], f"{name} seed {inst['seed']}"
+        assert TASKS[name](params).goal == inst["goal"], f"{name} seed {inst['seed']}"
+        assert TASKS[name].complexity == inst["complexity"], name
+
+
+@pytest.mark.parametrize("name", INIT_MATCHED)
+def test_initialized_ir_goal_matches_androidworld(backend, fixture, name):
+    for inst in fixture[name]:
+        goal = backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
+        assert goal == inst["init_goal"], f"{name} seed {inst['seed']}"
+
+
+def _aw_drawn_state(name, state):
+    """The part of AndroidWorld's initialized relevant state that is drawn at setup, in SimDroid's shape."""
+    s = state["state"]
+    if name == "NotesTodoItemCount":
+        return [(n["title"], n["body"]) for n in s["notes_app"]["notes"]]
+    if name == "SimpleCalendarAnyEventsOnDate":
+        return [(e["start_time"], e["title"]) for e in s["calendar"]["events"]]
+    if name.startswith("SportsTracker"):
+        acts = s["sports_activity_app"]["sports_activities"]
+        return [{("distance" if k == "total_distance" else k): v for k, v in a.items()} for a in acts]
+    out = []
+    for t in s["tasks_app"]["tasks_app_tasks"]:
+        day = int(t["hide_until_date"].split()[1])  # "October 10 2023" -> 10
+        out.append((t["title"], int(t["importance"]), t["notes"], day, t["hide_until_time"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name, attr",
+    [
+        ("NotesTodoItemCount", "notes"),
+        ("SimpleCalendarAnyEventsOnDate", "events"),
+        ("TasksDueOnDate", "rows"),
+        ("TasksIncompleteTasksOnDate", "rows"),
+        ("SportsTrackerActivitiesCountForWeek", "activities"),
+        ("SportsTrackerActivityDuration", "activities"),
+        ("SportsTrackerLongestDistanceActivity", "activities"),
+        ("SportsTrackerTotalDistanceForCategoryOverInterval", "activities"),
+    ],
+)
+def test_ir_setup_draws_androidworld_relevant_state(backend, fixture, name, attr):
+    """Items AndroidWorld draws without replacement at setup are the same ones, in the same order."""
+    for inst in fixture[name]:
+        backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
+        assert getattr(backend.task, attr) == _aw_drawn_state(name, inst["init_state"]), inst["seed"]

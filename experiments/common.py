@@ -212,7 +212,8 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
         return type(policy).load(path / "policy")
     seed_everything(cfg.base.seed)
     samples = demonstrations(cfg, tasks, envs)
-    policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed)
+    policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
+                   lr_schedule=cfg.base.lr_schedule)
     tmp = path.with_name(path.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)

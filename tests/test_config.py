@@ -71,6 +71,8 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
         (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),
         (["policy.memory=65"], C.TrainConfig, "policy.memory=65: expected 0 to 64"),
+        (["base.lr_schedule=cosine"], C.PretrainConfig,
+         "base.lr_schedule='cosine': expected one of constant, linear"),
         (["policy=small"], C.EvalConfig, "policy=small needs policy.path="),
         (["policy=expert"], C.TrainConfig, "policy.name='expert': expected one of small, hf"),
         (["train"], C.TrainConfig, "arguments must be key=value overrides, got ['train']"),

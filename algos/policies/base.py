@@ -16,6 +16,15 @@ from typing import Any
 from algos.prompt import PolicyInput
 from voyager_gym.actions import Action
 
+LR_SCHEDULES = ("constant", "linear")  # fit_sft: a fixed learning rate, or linear decay to 0 over the call
+
+
+def check_lr_schedule(name: str | None) -> str | None:
+    """`name` if it is one of LR_SCHEDULES (None: the policy's default), else a ValueError naming it."""
+    if name is not None and name not in LR_SCHEDULES:
+        raise ValueError(f"lr_schedule={name!r}: expected one of {', '.join(LR_SCHEDULES)}")
+    return name
+
 
 @dataclasses.dataclass
 class PolicyOutput:
@@ -92,9 +101,11 @@ class Policy(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no trainable parameters")
 
     def fit_sft(
-        self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None, seed: int = 0
+        self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None, seed: int = 0,
+        lr_schedule: str | None = None,
     ) -> dict[str, float]:
-        """Supervised fine-tuning on (input, response) pairs, loss on the response only. Returns metrics."""
+        """Supervised fine-tuning on (input, response) pairs, loss on the response only. `lr_schedule` is one
+        of LR_SCHEDULES, or None for the policy's own default. Returns metrics."""
         raise NotImplementedError(f"{type(self).__name__} is not trainable")
 
     def save(self, path: str | Path) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from algos.policies.base import ActionEval, Policy, PolicyOutput
+from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule
 from algos.prompt import SYSTEM, PolicyInput, render_prompt
 from voyager_gym.actions import try_parse_action
 
@@ -327,8 +327,9 @@ class HFPolicy(Policy):
         return Dataset.from_dict(rows)
 
     def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
-                seed: int = 0) -> dict[str, float]:
-        """Fine-tune with TRL's SFTTrainer, loss on the completion (response + end-of-turn) only."""
+                seed: int = 0, lr_schedule: str | None = None) -> dict[str, float]:
+        """Fine-tune with TRL's SFTTrainer, loss on the completion (response + end-of-turn) only;
+        `lr_schedule` None keeps TRL's default (linear decay)."""
         from transformers import PrinterCallback
         from trl import SFTConfig, SFTTrainer
 
@@ -339,6 +340,8 @@ class HFPolicy(Policy):
                    data_seed=seed, per_device_train_batch_size=self.sft_batch_size, use_cpu=on_cpu,
                    bf16=False, report_to=[], save_strategy="no", logging_steps=1, completion_only_loss=True,
                    max_length=None, activation_checkpointing=not on_cpu, disable_tqdm=True)
+        if check_lr_schedule(lr_schedule) is not None:
+            cfg["lr_scheduler_type"] = lr_schedule
         if self.tokenizer.eos_token != self.eot:  # else TRL appends eos after our end-of-turn in text data
             cfg["eos_token"] = self.eot
         cfg.update(self.sft_args)

@@ -14,7 +14,8 @@ app from the launcher's list or a name copied from the goal ("the dialer app"); 
 and answers: a source (the goal, or an element's label) and a token span in it, so typed text and answers can
 be read off the screen ("20" in "Attendance: 20 people"); and for answers that are lists, a Bernoulli per
 element whose labels are joined by ", " in screen order; computed answers count elements, read the quantity
-one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli selection. A value comes from CLS. The response is the usual
+one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli selection. A
+value comes from CLS. The response is the usual
 `Reason: ... Action: {json}` text, so the buffer, the env and the other policies never know the difference.
 `round_trip` encodes any action as these targets and decodes it back (benchmarks/policy_coverage.py).
 With `memory=K` the policy also reads the last K elements of the episode's earlier screens
@@ -60,7 +61,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from algos.policies.base import ActionEval, Policy, PolicyOutput
+from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule
 from algos.prompt import PolicyInput, render_response
 from algos.timing import PHASES
 from voyager_gym import actions as A
@@ -1472,12 +1473,14 @@ class SmallPolicy(Policy):
         return self.model.value_head(feats).squeeze(-1)
 
     def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
-                seed: int = 0) -> dict[str, float]:
+                seed: int = 0, lr_schedule: str | None = None) -> dict[str, float]:
         """Behaviour cloning: Adam on -mean log_probs, minibatches of 64 (length-bucketed); features are
-        computed once. Returns the last epoch's mean loss, the sample count and samples/s (featurising
-        included)."""
+        computed once. `lr_schedule`: "constant" (the default) or "linear" (decay to 0 over this call's
+        steps, as TRL's SFTTrainer does by default). Returns the last epoch's mean loss, the sample count and
+        samples/s (featurising included)."""
         if not samples:
             raise ValueError("fit_sft got no samples; expected a list of (PolicyInput, response) pairs")
+        schedule = check_lr_schedule(lr_schedule) or "constant"
         t0 = time.perf_counter()
         feats = self.featurize([x for x, _ in samples])
         targets = self._targets(feats, [r for _, r in samples])
@@ -1485,6 +1488,9 @@ class SmallPolicy(Policy):
         rng = np.random.default_rng(seed)
         n, loss_sum = len(samples), 0.0
         sizes = np.array([len(f.goal.ids) + len(f.elements) for f in feats])
+        total = epochs * math.ceil(n / SFT_BATCH)  # steps, up to the length buckets' partial batches
+        sched = (torch.optim.lr_scheduler.LambdaLR(opt, lambda k: max(0.0, 1.0 - k / total))
+                 if schedule == "linear" else None)
         for _ in range(epochs):
             loss_sum = 0.0
             for idx in _length_bucketed(rng, sizes, SFT_BATCH):
@@ -1495,6 +1501,8 @@ class SmallPolicy(Policy):
                     loss.backward()
                     nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
                     opt.step()
+                if sched is not None:
+                    sched.step()
                 loss_sum += loss.item() * len(idx)
         dt = time.perf_counter() - t0
         return {"loss": loss_sum / n, "samples": float(n), "samples_per_s": n * epochs / dt}

@@ -345,6 +345,27 @@ def test_behaviour_cloning_reaches_90_percent_greedy_match(demos):
     assert {"input_text", "answer", "open_app", "status", "click"} <= kinds
 
 
+@pytest.mark.parametrize("schedule,last", [("constant", 1e-3), ("linear", 0.0), (None, 1e-3)])
+def test_fit_sft_learning_rate_schedule(demos, schedule, last):
+    """constant keeps the learning rate; linear decays it to 0 over the call's steps (as TRL's SFTTrainer);
+    None is the policy's default (constant); a bad name is refused, naming it."""
+    pol = SmallPolicy(seed=0)
+    rates: list[float] = []
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    hook = register_optimizer_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
+    try:
+        pol.fit_sft(demos[:200], epochs=2, lr=1e-3, lr_schedule=schedule)
+    finally:
+        hook.remove()
+    assert rates[0] == pytest.approx(1e-3)
+    assert len(rates) >= 7 and rates[-1] == pytest.approx(last, abs=2e-4)
+    if schedule == "linear":
+        assert all(a > b for a, b in zip(rates, rates[1:], strict=False))
+    with pytest.raises(ValueError, match="lr_schedule='cosine': expected one of constant, linear"):
+        pol.fit_sft(demos[:8], lr_schedule="cosine")
+
+
 def test_save_load_round_trip(tmp_path, screens):
     pol = SmallPolicy(seed=2, d_model=64, heads=2, max_goal_tokens=32)
     pol.fit_sft([(screens[0], '{"action_type": "navigate_back"}')], epochs=2)

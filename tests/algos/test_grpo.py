@@ -210,7 +210,8 @@ def test_grpo_update_with_a_tiny_hf_policy(wifi_screens):
     assert torch.allclose(rescored, torch.tensor([o.logprob for o in outs]), atol=1e-3)
     x = wifi_screens[0]
     before = pol.log_probs([x, x], [GOOD, BAD]).detach()
-    m = GRPO(GRPOConfig(lr=3e-3, epochs=2, minibatch_size=4)).update(pol, [contrast_group(pol, x)], 1, 0)
+    # lr 1e-3: at 3e-3 the few whole-response steps overshoot for some tiny models (2 of 4 seeds)
+    m = GRPO(GRPOConfig(lr=1e-3, epochs=2, minibatch_size=4)).update(pol, [contrast_group(pol, x)], 1, 0)
     after = pol.log_probs([x, x], [GOOD, BAD]).detach()
     assert m["train/pg_steps"] == 4
     assert after[0] > before[0] and after[1] < before[1]

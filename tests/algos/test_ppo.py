@@ -153,7 +153,8 @@ def test_hf_value_head_is_consistent_saved_and_created_fresh(wifi_screens, tmp_p
     x = xs[0]
     group = contrast_group(pol, x)
     before = pol.log_probs([x, x], [GOOD, BAD]).detach()
-    m = PPO(PPOConfig(lr=3e-3, epochs=3, minibatch_size=4)).update(pol, [group], 1, 0)
+    # lr 1e-3: at 3e-3 the few whole-response steps overshoot for some tiny models (3 of 4 seeds)
+    m = PPO(PPOConfig(lr=1e-3, epochs=3, minibatch_size=4)).update(pol, [group], 1, 0)
     after = pol.log_probs([x, x], [GOOD, BAD]).detach()
     assert m["charts/value_mean"] == 0.0  # computed before the update, since act records no value
     assert after[0] > before[0] and after[1] < before[1]

@@ -76,11 +76,11 @@ def _base_policy(path):
     from voyager_gym.vector import make_vec
 
     envs = make_vec(3, "sync", observation_mode="elements")
-    groups = collect(ExpertPolicy(), envs, TrainGenerator(LOOP_TASKS, seed=9).take(6),
+    groups = collect(ExpertPolicy(), envs, TrainGenerator(LOOP_TASKS, seed=9).take(12),
                      RolloutConfig(group_size=1, greedy=True, thumb_width=0))
     envs.close()
     pol = SmallPolicy(seed=0)
-    pol.fit_sft(success_samples(groups), epochs=4, seed=0)
+    pol.fit_sft(success_samples(groups), epochs=12, seed=0)
     pol.save(path)
 
 

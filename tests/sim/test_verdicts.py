@@ -183,6 +183,12 @@ def test_ir_answers_follow_check_agent_answer(backend, name):
 
 
 # -- start states (AndroidWorld's initialize_task) -------------------------------------------------------
+def test_copy_to_clipboard_starts_with_the_reset_marker(backend):
+    dev = start(backend, "SystemCopyToClipboard", {"clipboard_content": "Invoice #98765"})
+    assert dev.clipboard == "~~~RESET~~~"
+    assert backend.score() == 0.0
+
+
 def test_contacts_add_contact_starts_without_contacts(backend):
     for seed in range(3):
         helpers.reset(backend, "ContactsAddContact", seed)
@@ -249,3 +255,44 @@ def test_recipe_add_single_noise_never_shares_the_title():
         p = cls.generate_random_params(random.Random(seed))
         title = p["row_objects"][0]["title"]
         assert all(r["title"] != title for r in p["noise_row_objects"]), seed
+
+
+# -- per-task match types (AndroidWorld's tasks.textproto) -------------------------------------------------
+def test_attendee_count_is_a_number_match(backend):
+    helpers.reset(backend, "NotesMeetingAttendeeCount", 1)
+    dev = backend.phone.dev
+    n = backend.task.expected()
+    cases = ((n, 1.0), (f"{n}.0", 1.0), (f"{n},", 0.0), (f"{n} people", 0.0), (str(int(n) + 1), 0.0))
+    for text, score in cases:
+        dev.interaction_cache = text
+        assert backend.score() == score, text
+
+
+def test_ingredient_quantity_is_a_string_match(backend):
+    name = "NotesRecipeIngredientCount"
+    dev = start(backend, name, backend.generate_params(name, 2))
+    assert backend.task.expected() == "2 cups"
+    for text, score in (("2 cups", 1.0), ("2 Cups", 1.0), ("2 cup", 1.0), ("2", 0.0), ("2.0 cups", 0.0)):
+        dev.interaction_cache = text
+        assert backend.score() == score, text
+
+
+@pytest.mark.parametrize(
+    "name", ["SportsTrackerLongestDistanceActivity", "SportsTrackerTotalDistanceForCategoryOverInterval"]
+)
+def test_distance_tolerance_is_strictly_under_ten_meters(backend, name):
+    helpers.reset(backend, name, 4)
+    dev = backend.phone.dev
+    e = float(backend.task.expected())
+    for delta, score in ((0, 1.0), (9.9995, 1.0), (-9.9995, 1.0), (10, 0.0), (-10.5, 0.0)):
+        dev.interaction_cache = str(e + delta)
+        assert backend.score() == score, delta
+
+
+def test_duration_is_an_exact_number_match(backend):
+    helpers.reset(backend, "SportsTrackerActivityDuration", 4)
+    dev = backend.phone.dev
+    e = float(backend.task.expected())
+    for text, score in ((str(e), 1.0), (str(int(e)) if e == int(e) else str(e), 1.0), (str(e + 0.5), 0.0)):
+        dev.interaction_cache = text
+        assert backend.score() == score, text

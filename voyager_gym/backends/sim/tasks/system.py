@@ -73,6 +73,9 @@ CLIPBOARD_TEXTS = (
     "Transaction ID: ghi789",
 )
 
+# What AndroidWorld puts on the clipboard before SystemCopyToClipboard starts.
+CLIPBOARD_RESET = "~~~RESET~~~"
+
 # Paths through Settings: the row titles to tap from the main screen to the screen holding the control.
 WIFI_PATH = ("Network & internet", "Internet")
 BT_PATH = ("Connected devices", "Connection preferences", "Bluetooth")
@@ -326,6 +329,9 @@ class SystemCopyToClipboard(SimTask):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         return {"clipboard_content": rng.choice(CLIPBOARD_TEXTS)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        dev.clipboard = CLIPBOARD_RESET  # AndroidWorld sets the clipboard to its reset marker first
 
     def is_successful(self, dev: DeviceState) -> float:
         # AndroidWorld's fuzzy match: SequenceMatcher ratio >= 0.9, case ignored, nothing stripped.

@@ -2,7 +2,8 @@
 
 As in AndroidWorld, the relevant activities are seeded among 20 random ones (started in the two weeks before
 the device time) that never satisfy all of the task's exclusion conditions; distances go through the
-miles-rounding AndroidWorld applies, and answers are checked by `check_answer` (distances within 10 m).
+miles-rounding AndroidWorld applies, and answers are checked by `check_answer` as AndroidWorld checks them
+(NUMBER matches: durations and counts exact, distances within |answer - expected| < 10 m).
 """
 
 from __future__ import annotations

@@ -85,8 +85,11 @@ def test_stopwatch_runs_with_device_time(backend):
 
 def test_stopwatch_paused_verify(backend):
     backend.reset("ClockStopWatchPausedVerify", {"seed": 3}, np.random.default_rng(0))
-    assert backend.score() == 1.0  # starts in the goal state
+    assert backend.score() == 0.0  # paused, but AndroidWorld reads the Clock screen: home is in front
     backend.execute(Action("open_app", app_name="Clock"))
+    assert backend.score() == 0.0  # cleared app data: Clock opens on another tab
+    tap(backend, desc="Stopwatch", rid=f"{PKG}:id/tab_stopwatch")
+    assert backend.score() == 1.0
     v = View(backend.phone.elements())
     # AndroidWorld's screen rule: Start shown and "Stopwatch" appears twice (tab description and label).
     assert v.has(desc="Start")

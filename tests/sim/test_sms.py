@@ -105,6 +105,8 @@ def test_reply_most_recent_second_row_fails(backend):
         act(backend, open_app("Simple SMS Messenger"))
         rows = view(backend).find_all(rid=f"{PKG}:id/conversation_address")
         assert digits(view(backend).el(rows[0]).text) == digits(p["number"]), "newest conversation first"
+        if len(rows) < 2:  # AndroidWorld sends 0-5 other texts first
+            continue
         act(backend, click(rows[1]))
         send(backend, p["message"])
         assert backend.score() == 0.0

@@ -66,6 +66,8 @@ def test_open_app_wrong_app_fails(backend):
 def test_clipboard_must_match(backend):
     dev = start(backend, "SystemCopyToClipboard", clipboard_content="budget review")
     dev.clipboard = "budget reviews"
+    assert backend.score() == 1.0  # AndroidWorld's fuzzy match: ratio 26/27 >= 0.9
+    dev.clipboard = "budget"
     assert backend.score() == 0.0
 
 

@@ -141,36 +141,60 @@ def dedupe_ok(before: list[dict], after: list[dict], key: str) -> bool:
     return removal_ok(before, after, [a], key) or removal_ok(before, after, [b], key)
 
 
-def check_answer(answer: str, expected: list[str] | str, numeric_tol: float = 0.0) -> bool:
-    """AndroidWorld's information-retrieval check: the answer split on commas, each part compared with the
-    expected one (numbers exactly or within `numeric_tol`, strings fuzzily), order-insensitive."""
+def aw_fuzzy_match(a: str | None, b: str | None) -> bool:
+    """AndroidWorld's fuzzy_match as it stands (clipboard, SMS bodies, IR strings): SequenceMatcher ratio
+    >= 0.9 after lower-casing both, nothing stripped."""
+    if a is None or b is None:
+        return False
+    return difflib.SequenceMatcher(None, str(a).lower(), str(b).lower()).ratio() >= 0.9
+
+
+def sms_number(s: str) -> str:
+    """A number as AndroidWorld's SMS checks compare it: only '-' and ' ' removed ('+' and all else kept)."""
+    return (s or "").replace("-", "").replace(" ", "")
+
+
+def check_answer(
+    answer: str, expected: list[str] | str, match: str = "string", tolerance: float | None = None
+) -> bool:
+    """AndroidWorld's information-retrieval check. The answer is always split on commas and each part
+    stripped (empty parts kept); parts are cast by the match type ("string" or "number"; a part that is
+    not a number fails the check); the counts must be equal and every part must match some expected value
+    (several parts may match the same one). Strings match fuzzily (`aw_fuzzy_match`); numbers exactly, or
+    with |part - expected| < tolerance when the task has one."""
     exp = [expected] if isinstance(expected, str) else list(expected)
-    got = [p.strip() for p in (answer or "").split(",") if p.strip()] if len(exp) != 1 else [answer.strip()]
+    got: list[Any] = [p.strip() for p in (answer or "").split(",")]
+    if match == "number":
+        try:
+            got = [float(g) for g in got]
+            exp = [float(e) for e in exp]
+        except ValueError:
+            return False
+        if tolerance is not None:
+            tol = tolerance
+
+            def same(x: Any, y: Any) -> bool:
+                return abs(x - y) < tol
+        else:
+
+            def same(x: Any, y: Any) -> bool:
+                return x == y
+    elif match == "string":
+        same = aw_fuzzy_match
+    else:
+        raise ValueError(f"unsupported match type {match!r}")
     if len(got) != len(exp):
         return False
-    remaining = list(exp)
-    for g in got:
-        for e in remaining:
-            if _same_value(g, e, numeric_tol):
-                remaining.remove(e)
-                break
-        else:
-            return False
-    return True
+    return all(any(same(g, e) for e in exp) for g in got)
 
 
-def answer_score(dev: DeviceState, expected: list[str] | str) -> float:
-    """1.0 when an answer was given and `check_answer` accepts it, else 0.0."""
+def answer_score(
+    dev: DeviceState, expected: list[str] | str, match: str = "string", tolerance: float | None = None
+) -> float:
+    """1.0 when an answer was given and `check_answer` accepts it, else 0.0 (AndroidWorld's IR verdict)."""
     if not dev.interaction_cache:
         return 0.0
-    return 1.0 if check_answer(dev.interaction_cache, expected) else 0.0
-
-
-def _same_value(g: str, e: str, tol: float) -> bool:
-    try:
-        return abs(float(g.replace(",", "")) - float(e.replace(",", ""))) <= tol
-    except ValueError:
-        return fuzzy_match(g, e)
+    return 1.0 if check_answer(dev.interaction_cache, expected, match, tolerance) else 0.0
 
 
 # -- the expert's view of an observation ---------------------------------------------------------------

@@ -497,7 +497,8 @@ def overlaps_day(e: dict[str, Any], d: dt.date) -> bool:
 
 
 class _CalendarIR(SimTask):
-    """A calendar question: seeded targets among 75 noise events; the answer is compared by check_answer."""
+    """A calendar question: seeded targets among 75 noise events; the answer is checked by
+    `answer_score` (AndroidWorld: STRING_MATCH on the targets' field, here titles or the location)."""
 
     app_names = ("simple calendar pro",)
     complexity = 1.0

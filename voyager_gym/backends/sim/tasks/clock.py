@@ -108,22 +108,17 @@ class ClockStopWatchRunning(_Clock):
 
 @register_task
 class ClockStopWatchPausedVerify(_Clock):
-    """Starts in the goal state: the stopwatch paused at 00:00 on the Stopwatch tab. The phone starts on the
-    home screen, so (unlike AndroidWorld's screen check) the verifier does not require Clock in front; it
-    fails once the stopwatch runs or another tab is selected."""
+    """The stopwatch starts paused at 00:00 (AndroidWorld clears the Clock app's data), but AndroidWorld's
+    check reads the screen: Clock in front showing the paused stopwatch (Start shown on the Stopwatch tab).
+    The phone starts on the home screen, so doing nothing fails, as it does in AndroidWorld."""
 
     name = "ClockStopWatchPausedVerify"
     template = "Pause the stopwatch."
-    starts_solved = True
-
-    def initialize(self, dev: DeviceState) -> None:
-        super().initialize(dev)
-        app.state(dev)["tab"] = "stopwatch"
 
     def is_successful(self, dev: DeviceState) -> float:
         st = app.state(dev)
-        fg_ok = dev.foreground != app.PKG or app.is_clock_screen_shown(dev)
-        return 1.0 if fg_ok and st["tab"] == "stopwatch" and not st["stopwatch"]["running"] else 0.0
+        shown = app.is_clock_screen_shown(dev) and st["tab"] == "stopwatch"
+        return 1.0 if shown and not st["stopwatch"]["running"] else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         act = go_to_tab(view, "Stopwatch")

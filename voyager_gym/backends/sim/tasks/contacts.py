@@ -43,23 +43,6 @@ def random_number(rng: random.Random) -> str:
     return vocab.random_number(rng)
 
 
-def seed_noise_contacts(
-    dev: DeviceState, rng: random.Random, n: int, exclude: list[str]
-) -> list[dict[str, Any]]:
-    """Add `n` other contacts (names not in `exclude`, numbers in mixed formats) so lists need reading."""
-    rows = []
-    taken = list(exclude)
-    for _ in range(n):
-        name = random_name(rng, taken)
-        taken.append(name)
-        num = random_number(rng)
-        if rng.random() < 0.4:
-            d = num[2:]
-            num = f"({d[:3]}) {d[3:6]}-{d[6:]}"
-        rows.append(app.add_contact(dev, name, num, rng.choice(("Mobile", "Mobile", "Home", "Work"))))
-    return rows
-
-
 def contacts_editor_expert(
     view: View, mem: dict[str, Any], first: str, last: str, phone: str, label: str | None
 ) -> Action | None:
@@ -104,9 +87,7 @@ class ContactsAddContact(SimTask):
         return {"name": random_name(rng), "number": random_number(rng)}
 
     def initialize(self, dev: DeviceState) -> None:
-        dev.contacts.clear()
-        rng = self.rng("contacts")
-        seed_noise_contacts(dev, rng, rng.randint(5, 12), [self.params["name"]])
+        dev.contacts.clear()  # AndroidWorld clears the contacts provider first
 
     def is_successful(self, dev: DeviceState) -> float:
         want = (self.params["name"], digits(self.params["number"]))
@@ -147,8 +128,7 @@ class ContactsNewContactDraft(SimTask):
         }
 
     def initialize(self, dev: DeviceState) -> None:
-        rng = self.rng("contacts")
-        seed_noise_contacts(dev, rng, rng.randint(4, 10), [f"{self.params['first']} {self.params['last']}"])
+        dev.contacts.clear()  # AndroidWorld adds no contacts for this task
 
     def is_successful(self, dev: DeviceState) -> float:
         """The editor must be the screen in front of Contacts, showing the four values (not saved)."""

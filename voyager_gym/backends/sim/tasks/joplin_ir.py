@@ -18,8 +18,8 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer_once,
+    answer_score,
     back,
-    check_answer,
     click,
     done,
     open_app,
@@ -167,8 +167,10 @@ class _NotesIR(SimTask):
     def expected(self) -> str:
         raise NotImplementedError
 
+    match = "string"  # AndroidWorld's match type for the task's answer
+
     def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if check_answer(dev.interaction_cache, self.expected()) else 0.0
+        return answer_score(dev, self.expected(), self.match)
 
 
 def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
@@ -265,6 +267,7 @@ class NotesIsTodo(_NotesIR):
 @register_task
 class NotesMeetingAttendeeCount(_NoteLookup):
     name = "NotesMeetingAttendeeCount"
+    match = "number"
     folder = "Meeting Notes"
     template = (
         "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
@@ -309,6 +312,7 @@ class NotesRecipeIngredientCount(_NoteLookup):
 @register_task
 class NotesTodoItemCount(_NotesIR):
     name = "NotesTodoItemCount"
+    match = "number"
     template = (
         "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "
         "a single number."

@@ -84,17 +84,13 @@ class _Recorder(SimTask):
     app_names = ("audio recorder",)
 
     def initialize(self, dev: DeviceState) -> None:
-        rng = self.rng("records")
+        # AndroidWorld's recordings folder starts empty (RecordAudioWithFileName clears it; RecordAudio
+        # snapshots a device that holds none).
         st = app.state(dev)
         st.update(recording=None, last=None)
-        n = rng.randint(1, 4)
-        t = dev.time_ms
-        for i in range(1, n + 1):  # older recordings, dated in the past
-            t -= rng.randint(1, 20) * 3_600_000
-            path = f"{app.RECORDS_DIR}/Record-{i}{app.EXT}"
-            dev.write_file(path, f"M4A AAC 44100Hz;duration_ms={rng.randint(3, 300) * 1000}")
-            dev.files[path].mtime_ms = t
-        st["counter"] = n + 1
+        for p in app.recordings(dev):
+            dev.remove(p)
+        st["counter"] = 1
         self.before = snapshot(dev)
 
     def record_expert(self, view: View, mem: dict[str, Any], name: str | None) -> Action:

@@ -1,7 +1,8 @@
 """Simple SMS Messenger tasks. As in AndroidWorld, success means the SMS provider's sent box holds a message
-to the right number (compared by digits) whose body fuzzy-matches the expected text, sent within the last five
-minutes, with Simple SMS Messenger in front; SimpleSmsResend instead needs exactly one new sent message that
-repeats the earlier one. Older conversations are seeded as noise."""
+to the right number (the address with '-' and ' ' removed equals the number drawn, '+1' included) whose body
+fuzzy-matches the expected text, sent within the last five minutes, with Simple SMS Messenger in front;
+SimpleSmsResend instead needs exactly one new sent message that repeats the earlier one. Each task starts
+with an empty SMS database and only the contacts it names, as AndroidWorld's do."""
 
 from __future__ import annotations
 
@@ -16,22 +17,22 @@ from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     digits,
     done,
-    fuzzy_match,
     long_press,
     open_app,
     register_task,
     scroll_to_find,
+    sms_number,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.contacts import random_name, random_number, seed_noise_contacts
+from voyager_gym.backends.sim.tasks.contacts import random_name, random_number
 
 PKG = app.PKG
 WINDOW_MS = 5 * 60 * 1000
-DAY_MS = 24 * 3600 * 1000
 
 MESSAGES = vocab.SENTENCES  # AndroidWorld's message bodies
 ADDRESSES = vocab.ADDRESSES
@@ -46,30 +47,14 @@ def sent_messages(dev: DeviceState) -> list[dict[str, Any]]:
 
 
 def was_sent(dev: DeviceState, number: str, body: str, window_ms: int = WINDOW_MS) -> bool:
-    """A sent message to `number` (same digits) whose body fuzzy-matches `body`, at most `window_ms` old."""
+    """A sent message to `number` whose body fuzzy-matches `body`, at most `window_ms` old. As AndroidWorld
+    compares them, the address has only '-' and ' ' removed and must then equal `number` as drawn."""
     return any(
-        digits(m["address"]) == digits(number)
-        and fuzzy_match(m["body"], body)
+        sms_number(m["address"]) == number
+        and aw_fuzzy_match(m["body"], body)
         and dev.time_ms - m["time_ms"] <= window_ms
         for m in sent_messages(dev)
     )
-
-
-def seed_old_threads(dev: DeviceState, rng: random.Random, n: int, avoid: list[str]) -> None:
-    """`n` earlier conversations (1-4 read messages each, 1-9 days old), some with known contacts."""
-    known = [c for c in dev.contacts if digits(c["phone"]) not in {digits(a) for a in avoid}]
-    for k in range(n):
-        if known and rng.random() < 0.4:
-            address = known.pop(rng.randrange(len(known)))["phone"]
-        else:
-            address = random_number(rng)
-        t = dev.time_ms - rng.randint(1, 9) * DAY_MS - rng.randint(0, 12 * 3600) * 1000 - k * 60_000
-        for _ in range(rng.randint(1, 4)):
-            box = rng.choice(("inbox", "sent"))
-            dev.sms.append(
-                {"address": address, "body": rng.choice(MESSAGES), "time_ms": t, "box": box, "read": True}
-            )
-            t += rng.randint(1, 90) * 60_000
 
 
 # -- expert helpers --------------------------------------------------------------------------------------
@@ -137,10 +122,9 @@ class _SmsTask(SimTask):
         return {"number": random_number(rng), "message": rng.choice(MESSAGES)}
 
     def initialize(self, dev: DeviceState) -> None:
+        # AndroidWorld empties the SMS database (sms and threads tables) and adds no other contacts.
         dev.sms.clear()
-        rng = self.rng("noise")
-        seed_noise_contacts(dev, rng, rng.randint(3, 8), [self.params.get("name", "")])
-        seed_old_threads(dev, rng, rng.randint(2, 6), [self.params["number"]])
+        dev.contacts.clear()
 
     def is_successful(self, dev: DeviceState) -> float:
         ok = was_sent(dev, self.params["number"], self.params["message"]) and dev.foreground == PKG
@@ -281,7 +265,7 @@ class SimpleSmsResend(_SmsTask):
         if len(after) != self.before_sent + 1:
             return 0.0
         newest = after[0]
-        ok = digits(newest["address"]) == digits(self.params["number"]) and fuzzy_match(
+        ok = sms_number(newest["address"]) == sms_number(self.params["number"]) and aw_fuzzy_match(
             newest["body"], self.params["message"]
         )
         return 1.0 if ok else 0.0
@@ -321,14 +305,12 @@ class SimpleSmsSendReceivedAddress(_SmsTask):
         return {"name1": name1, "number": number, "name2": name2, "message": rng.choice(ADDRESSES)}
 
     def initialize(self, dev: DeviceState) -> None:
-        dev.sms.clear()
+        super().initialize(dev)
         rng = self.rng("noise")
         p = self.params
-        seed_noise_contacts(dev, rng, rng.randint(3, 8), [p["name1"], p["name2"]])
         contacts_app.add_contact(dev, p["name1"], p["number"])
         name2_number = random_number(rng)
         contacts_app.add_contact(dev, p["name2"], name2_number)
-        seed_old_threads(dev, rng, rng.randint(2, 6), [p["number"], name2_number])
         app.receive_sms(dev, name2_number, p["message"], dev.time_ms - 3000)
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:

@@ -2,7 +2,8 @@
 
 As in AndroidWorld, the relevant activities are seeded among 20 random ones (started in the two weeks before
 the device time) that never satisfy all of the task's exclusion conditions; distances go through the
-miles-rounding AndroidWorld applies, and answers are checked by `check_answer` (distances within 10 m).
+miles-rounding AndroidWorld applies, and answers are checked by `check_answer` as AndroidWorld checks them
+(NUMBER matches: durations and counts exact, distances within |answer - expected| < 10 m).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer,
+    answer_score,
     back,
-    check_answer,
     done,
     open_app,
     register_task,
@@ -190,11 +191,12 @@ class _SportsIR(SimTask):
     def expected(self) -> str:
         raise NotImplementedError
 
-    tolerance = 0.0
+    # AndroidWorld's match: NUMBER_MATCH, exact unless a tolerance is set (|answer - expected| < 10 m for
+    # distances).
+    tolerance: float | None = None
 
     def is_successful(self, dev: DeviceState) -> float:
-        # AndroidWorld compares |answer - expected| < tolerance for distances, so allow just under 10 m.
-        return 1.0 if check_answer(dev.interaction_cache, self.expected(), self.tolerance) else 0.0
+        return answer_score(dev, self.expected(), "number", self.tolerance)
 
     # -- expert --------------------------------------------------------------------------------------------
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
@@ -313,7 +315,7 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
         "Assume the week starts from Monday. Express your answer as a single number in meters rounded to "
         "the nearest integer."
     )
-    tolerance = 9.999
+    tolerance = 10.0
 
     sources = {
         "name": "~activity_name",
@@ -402,7 +404,7 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
         "{start_date} to {end_date}? Express your answer as a single number in meters rounded to the "
         "nearest integer."
     )
-    tolerance = 9.999
+    tolerance = 10.0
 
     n_activities = 2
     sources = {

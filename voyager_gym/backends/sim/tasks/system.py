@@ -12,6 +12,7 @@ from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     done,
@@ -71,6 +72,9 @@ CLIPBOARD_TEXTS = (
     "Tracking #: 5K672F4C",
     "Transaction ID: ghi789",
 )
+
+# What AndroidWorld puts on the clipboard before SystemCopyToClipboard starts.
+CLIPBOARD_RESET = "~~~RESET~~~"
 
 # Paths through Settings: the row titles to tap from the main screen to the screen holding the control.
 WIFI_PATH = ("Network & internet", "Internet")
@@ -194,10 +198,9 @@ class _Brightness(SimTask):
         return {"max_or_min": "max" if cls.target == 255 else "min"}
 
     def initialize(self, dev: DeviceState) -> None:
-        if self.starts_solved:
-            dev.settings["screen_brightness"] = self.target
-        else:
-            dev.settings["screen_brightness"] = self.rng().randint(40, 200)
+        # AndroidWorld: the Verify variants start at the target, the others at the opposite extreme.
+        other = 1 if self.target == 255 else 255
+        dev.settings["screen_brightness"] = self.target if self.starts_solved else other
 
     def is_successful(self, dev: DeviceState) -> float:
         return 1.0 if dev.settings["screen_brightness"] == self.target else 0.0
@@ -327,8 +330,12 @@ class SystemCopyToClipboard(SimTask):
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         return {"clipboard_content": rng.choice(CLIPBOARD_TEXTS)}
 
+    def initialize(self, dev: DeviceState) -> None:
+        dev.clipboard = CLIPBOARD_RESET  # AndroidWorld sets the clipboard to its reset marker first
+
     def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if dev.clipboard.strip() == self.params["clipboard_content"].strip() else 0.0
+        # AndroidWorld's fuzzy match: SequenceMatcher ratio >= 0.9, case ignored, nothing stripped.
+        return 1.0 if aw_fuzzy_match(self.params["clipboard_content"], dev.clipboard) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         if view.app != "ca.zgrs.clipper":

@@ -204,3 +204,19 @@ def test_ir_setup_draws_androidworld_relevant_state(backend, fixture, name, attr
     for inst in fixture[name]:
         backend.reset(name, backend.generate_params(name, inst["seed"]), np.random.default_rng(0))
         assert getattr(backend.task, attr) == _aw_drawn_state(name, inst["init_state"]), inst["seed"]
+
+
+def test_env_reset_takes_androidworld_params_dict_as_exported(fixture):
+    """`reset(options={"task": T, "params": P})` with P exactly as the fixture holds what android_world drew
+    (JSON form: rows as dicts of their fields) starts every SimDroid task and gives AndroidWorld's goal (for
+    information-retrieval tasks its goal after setup, dates reworded)."""
+    from voyager_gym.env import VoyagerEnv
+
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    try:
+        for name in sorted(TASKS):
+            for inst in fixture[name][:2]:
+                obs, _ = env.reset(seed=0, options={"task": name, "params": inst["params"]})
+                assert obs["goal"] == inst.get("init_goal", inst["goal"]), f"{name} seed {inst['seed']}"
+    finally:
+        env.close()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import sys
 from pathlib import Path
@@ -32,22 +31,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's package, not another one instal
 
 DEFAULT_FIXTURE = ROOT / "tests" / "data" / "androidworld_params.json"
 
-
-def json_safe(v: Any) -> Any:
-    """The exporter's encoding, for SimDroid's values."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: json_safe(getattr(v, f.name)) for f in dataclasses.fields(v)}
-    if isinstance(v, dict):
-        return {str(k): json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_safe(x) for x in v]
-    if hasattr(v, "item"):
-        return v.item()
-    return repr(v)
+from voyager_gym.androidworld_params import json_safe  # noqa: E402 (after the path insert: this checkout's)
 
 
 def shape(v: Any) -> Any:

@@ -33,10 +33,9 @@ Usage (with a python that can import android_world):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
-import enum
 import hashlib
+import importlib.util
 import json
 import random
 import subprocess
@@ -51,27 +50,17 @@ def instance_seed(suite_seed: int, name: str, i: int) -> int:
     return int(hashlib.sha256(f"{suite_seed}_{name}_{i}".encode()).hexdigest(), 16) % 2**32
 
 
-def json_safe(v: Any) -> Any:
-    """The documented encoding above."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, enum.Enum):
-        return v.name
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: json_safe(getattr(v, f.name)) for f in dataclasses.fields(v)}
-    if isinstance(v, dict):
-        return {str(k): json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_safe(x) for x in v]
-    mod = type(v).__module__
-    if mod == "numpy" and hasattr(v, "item"):
-        return v.item()
-    if mod.startswith("PIL.") and hasattr(v, "tobytes"):
-        digest = hashlib.sha256(v.tobytes()).hexdigest()
-        return {"__image__": {"mode": v.mode, "size": list(v.size), "sha256": digest}}
-    raise TypeError(f"no JSON encoding for {type(v).__module__}.{type(v).__name__}: {v!r:.80}")
+def _json_safe() -> Any:
+    """`voyager_gym.androidworld_params.json_safe`, loaded by file path: that module needs only the standard
+    library, so this runs where android_world is installed without this project's dependencies."""
+    path = Path(__file__).resolve().parents[1] / "voyager_gym" / "androidworld_params.py"
+    spec = importlib.util.spec_from_file_location("_aw_params", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.json_safe
+
+
+json_safe = _json_safe()
 
 
 def ir_initialized(cls: Any, params: dict[str, Any]) -> dict[str, Any]:

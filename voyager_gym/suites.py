@@ -17,6 +17,7 @@ from voyager_gym.backends.base import Backend
 
 EVAL_SUITE_SEED = 30
 FROM_ENV = "env"  # pass as `backend` to leave params to each env's own backend (drawn at reset from the seed)
+ANDROIDWORLD = "androidworld"  # pass as `backend` to draw params with android_world's own generators
 
 
 def instance_seed(suite_seed: int, name: str, i: int) -> int:
@@ -50,6 +51,10 @@ class _FromEnv:
 def _backend(backend: Backend | str | None) -> Any:
     if backend == FROM_ENV:
         return _FromEnv()
+    if backend == ANDROIDWORLD:
+        from voyager_gym.androidworld_params import AndroidWorldGenerators
+
+        return AndroidWorldGenerators()
     if backend is not None:
         return backend
     from voyager_gym.backends.sim import SimDroidBackend

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voyager_gym.androidworld_params import json_safe
 from voyager_gym.backends.sim.tasks import TASKS
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
@@ -131,17 +132,6 @@ def fixture():
     return json.loads(FIXTURE.read_text())
 
 
-def json_safe(v):
-    """The exporter's encoding for the kinds of values SimDroid's params hold."""
-    if isinstance(v, dict):
-        return {str(k): json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_safe(x) for x in v]
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return v
-
-
 def test_fixture_covers_androidworld():
     data = json.loads(FIXTURE.read_text())
     assert data["_meta"]["tasks"] == 116 and len(data) == 117
@@ -220,3 +210,66 @@ def test_env_reset_takes_androidworld_params_dict_as_exported(fixture):
                 assert obs["goal"] == inst.get("init_goal", inst["goal"]), f"{name} seed {inst['seed']}"
     finally:
         env.close()
+
+
+def test_suite_draws_params_with_androidworlds_own_generators(monkeypatch):
+    """`eval_suite(backend="androidworld")` calls android_world's generator for each instance as its suite
+    does (device time set, `random` seeded with the instance seed, the seed stored), returns the params in
+    the fixture's JSON form, and leaves the caller's `random` as it was. A stand-in android_world module
+    (the real one is not installed here) records the calls."""
+    import dataclasses
+    import datetime
+    import random
+    import sys
+    import types
+
+    from voyager_gym.suites import ANDROIDWORLD, eval_suite, instance_seed
+
+    @dataclasses.dataclass
+    class Row:
+        title: str
+        when: datetime.date
+
+    calls = []
+
+    class FakeTask:
+        @classmethod
+        def set_device_time(cls, env):
+            calls.append(("device_time", env))
+
+        @classmethod
+        def generate_random_params(cls):
+            return {"n": random.randint(0, 10**9), "rows": (Row("a", datetime.date(2023, 10, 15)),)}
+
+    class TaskRegistry:
+        ANDROID_WORLD_FAMILY = "android_world"
+
+        def get_registry(self, family):
+            assert family == "android_world"
+            return {"FakeTask": FakeTask}
+
+    pkg = types.ModuleType("android_world")
+    pkg.registry = types.SimpleNamespace(TaskRegistry=TaskRegistry)
+    monkeypatch.setitem(sys.modules, "android_world", pkg)
+    monkeypatch.setitem(sys.modules, "android_world.registry", pkg.registry)
+    random.seed(123)
+    expected_next = random.random()
+    random.seed(123)
+    suite = eval_suite(["FakeTask"], n_per_task=2, backend=ANDROIDWORLD)
+    assert random.random() == expected_next  # the caller's random state is untouched
+    for i, inst in enumerate(suite):
+        s = instance_seed(30, "FakeTask", i)
+        random.seed(s)
+        assert inst.params == {"n": random.randint(0, 10**9), "rows": [{"title": "a", "when": "2023-10-15"}],
+                               "seed": s}
+    assert calls == [("device_time", None)] * 2
+
+
+def test_androidworld_generators_need_the_package(monkeypatch):
+    import sys
+
+    from voyager_gym.suites import ANDROIDWORLD, eval_suite
+
+    monkeypatch.setitem(sys.modules, "android_world", None)  # import fails as if not installed
+    with pytest.raises(ImportError, match="need the android_world package"):
+        eval_suite(["SystemWifiTurnOn"], backend=ANDROIDWORLD)

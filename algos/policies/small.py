@@ -242,11 +242,7 @@ class ElementFeat:
     box: tuple[int, int, int, int] | None  # x_min, x_max, y_min, y_max in pixels
     tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
     quantity: str | None = None  # the quantity the label shows, as an answer (see `measure`)
-
-    @property
-    def summand(self) -> int:
-        """The quantity as a whole number for sum answers (0 when the label shows none)."""
-        return int(self.quantity) if self.quantity is not None else 0
+    summand: int = 0  # the quantity as a whole number for sum answers (0 when the label shows none)
 
 
 @dataclasses.dataclass
@@ -338,9 +334,10 @@ class Featurizer:
         # the label's tokens are a run of the goal's tokens. dense[19], per screen: another element has its
         # label
         label = el.text or el.content_description or None
+        qty = measure(label)
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
                            compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
-                           measure(label))
+                           qty, int(qty) if qty is not None else 0)
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]

@@ -267,6 +267,21 @@ def _meters(miles: float) -> int:
     return round(miles * MILE)
 
 
+# every activity field drawn from AndroidWorld's vocabulary ("~"), except the category the goal names; tasks
+# override the fields their params fix
+DRAWN_SOURCES = {
+    "name": "~activity_name",
+    "description": "~activity_description",
+    "category": "category",
+    "start_date": "~start_date",
+    "start_time": "~start_time",
+    "duration": "~duration",
+    "distance": "~distance",
+    "elevation_gain": "~elevation",
+    "elevation_loss": "~elevation",
+}
+
+
 @register_task
 class SportsTrackerActivitiesCountForWeek(_SportsIR):
     name = "SportsTrackerActivitiesCountForWeek"
@@ -276,17 +291,7 @@ class SportsTrackerActivitiesCountForWeek(_SportsIR):
     )
 
     n_activities = 2
-    sources = {
-        "name": "~activity_name",
-        "description": "~activity_description",
-        "category": "category",
-        "start_date": "~start_date",
-        "start_time": "~start_time",
-        "duration": "~duration",
-        "distance": "~distance",
-        "elevation_gain": "~elevation",
-        "elevation_loss": "~elevation",
-    }
+    sources = DRAWN_SOURCES
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -317,17 +322,7 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
     )
     tolerance = 10.0
 
-    sources = {
-        "name": "~activity_name",
-        "description": "~activity_description",
-        "category": "category",
-        "start_date": "~start_date",
-        "start_time": "~start_time",
-        "duration": "~duration",
-        "distance": "distance",
-        "elevation_gain": "~elevation",
-        "elevation_loss": "~elevation",
-    }
+    sources = {**DRAWN_SOURCES, "distance": "distance"}
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -362,17 +357,9 @@ class SportsTrackerActivityDuration(_SportsIR):
         "as a single integer."
     )
 
-    sources = {
-        "name": "activity_name",
-        "description": "activity_description",
-        "category": "category",
-        "start_date": "date",
-        "start_time": "start_time",
-        "duration": "duration",
-        "distance": "distance",
-        "elevation_gain": "~elevation",
-        "elevation_loss": "~elevation",
-    }
+    sources = {**DRAWN_SOURCES, "name": "activity_name", "description": "activity_description",
+               "start_date": "date", "start_time": "start_time", "duration": "duration",
+               "distance": "distance"}
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -407,17 +394,7 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
     tolerance = 10.0
 
     n_activities = 2
-    sources = {
-        "name": "~activity_name",
-        "description": "~activity_description",
-        "category": "category",
-        "start_date": "start_date",
-        "start_time": "~start_time",
-        "duration": "~duration",
-        "distance": "~distance",
-        "elevation_gain": "~elevation",
-        "elevation_loss": "~elevation",
-    }
+    sources = {**DRAWN_SOURCES, "start_date": "start_date"}
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:

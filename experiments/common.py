@@ -102,10 +102,14 @@ def make_envs(cfg: Any, pixels: bool = False) -> Any:
 
 
 def suite_backend(cfg: Any) -> Any:
-    """Who draws instance params: SimDroid (default, None) or each env's own backend (AndroidWorld)."""
-    from voyager_gym.suites import FROM_ENV
+    """Who draws instance params (`env.params`): SimDroid's generators (None), each env's own backend (the
+    real AndroidWorld draws them on the device), or android_world's generators in this process."""
+    from voyager_gym.suites import ANDROIDWORLD, FROM_ENV
 
-    return FROM_ENV if cfg.env.backend == "androidworld" else None
+    source = cfg.env.params
+    if source == "auto":
+        return FROM_ENV if cfg.env.backend == "androidworld" else None
+    return ANDROIDWORLD if source == "androidworld" else None
 
 
 def new_policy(cfg: Any) -> Policy:
@@ -158,7 +162,7 @@ def load_saved_policy(cfg: Any) -> Policy:
 def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
     """Expert demonstrations for the base policy: `demos_per_task` episodes on a seeded subset of tasks."""
     b = cfg.base
-    gen = TrainGenerator(tasks, seed=10_000 + b.seed)
+    gen = TrainGenerator(tasks, seed=10_000 + b.seed, backend=suite_backend(cfg))
     k = max(1, round(len(tasks) * b.task_fraction))
     import numpy as np
 
@@ -192,6 +196,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         "render_scale": cfg.env.scale(policy_reads_pixels(cfg)),  # the demonstrations' observations
         "noise": cfg.env.noise,
         "seed": cfg.seed,
+        **({"params": cfg.env.params} if cfg.env.params != "auto" else {}),  # (auto keys stay as they were)
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

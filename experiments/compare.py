@@ -122,7 +122,8 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         from algos import sb3_ppo
 
         sb3_ppo.train(cfg.sb3_budget, seed=seed, tasks=None if cfg.tasks == ["all"] else tasks,
-                      eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb)
+                      eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb,
+                      suite_backend=suite_backend(cfg))
     else:
         run = Run(pair, pair_config(cfg, algo, seed), wandb_mode=cfg.wandb,
                   group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")

@@ -81,6 +81,9 @@ class EnvConfig:
     across machines (one backend, one emulator, per actor)."""
 
     backend: str = "simdroid"  # simdroid | androidworld (needs the android_world package and emulators)
+    params: str = "auto"  # who draws each instance's params: auto (SimDroid's generators on simdroid, the
+    # emulator's task on androidworld), simdroid, or androidworld (android_world's own generators, in this
+    # process: SimDroid's suites become AndroidWorld's, instance for instance; needs android_world installed)
     num_envs: int = 16  # sub-envs of the local vector env (SimDroid)
     vector: str = "sync"  # sync | async (each sub-env in its own process) | pipelined (lanes of sub-envs
     # stepped in worker processes while the policy acts on another lane; 1.3-1.7x the loop's speed measured
@@ -105,6 +108,7 @@ class EnvConfig:
     def __post_init__(self) -> None:
         _choice("env.backend", self.backend, ("simdroid", "androidworld"))
         _choice("env.vector", self.vector, ("sync", "async", "pipelined"))
+        _choice("env.params", self.params, ("auto", "simdroid", "androidworld"))
         if self.vector == "pipelined" and self.backend != "simdroid":
             raise ValueError(f"env.vector=pipelined: expected env.backend=simdroid, got {self.backend!r} "
                              "(real emulators step in their own processes: use sync, async or env.workers)")

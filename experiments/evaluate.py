@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, EvalConfig, "evaluate")
     from algos.evaluation import evaluate
     from algos.policies.base import make_policy
-    from experiments.common import load_saved_policy, make_envs, resolve_tasks
+    from experiments.common import load_saved_policy, make_envs, resolve_tasks, suite_backend
 
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
     import torch
@@ -31,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     envs = make_envs(cfg)
     try:
         runs = [
-            evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=s, progress=cfg.progress)
+            evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=s, progress=cfg.progress,
+                     backend=suite_backend(cfg))
             for s in range(cfg.seeds)
         ]
     finally:

@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, PretrainConfig, "pretrain")
     from algos.evaluation import evaluate
     from algos.run import seed_everything
-    from experiments.common import base_path, load_or_train_base, make_envs, resolve_tasks
+    from experiments.common import base_path, load_or_train_base, make_envs, resolve_tasks, suite_backend
 
     tasks = resolve_tasks(cfg.tasks)
     import torch
@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         policy = load_or_train_base(cfg, tasks, envs)
         trained = time.perf_counter() - t0
         seed_everything(cfg.seed)
-        ev = evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=cfg.seed, progress=cfg.progress)
+        ev = evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=cfg.seed, progress=cfg.progress,
+                      backend=suite_backend(cfg))
     finally:
         envs.close()
     print(

@@ -264,6 +264,86 @@ def test_suite_draws_params_with_androidworlds_own_generators(monkeypatch):
                                "seed": s}
     assert calls == [("device_time", None)] * 2
 
+def _stand_in_android_world(monkeypatch, fixture, names):
+    """A stand-in android_world package (the real one is not installed here) whose generators are functions
+    of Python's seeded `random`, as android_world's are: each returns the fixture's params for the instance
+    seed `random` was seeded with (recognised by its first draw), and fails for any other seed. Returns the
+    list of (task, seed) draws."""
+    import random
+    import sys
+    import types
+
+    draws = []
+
+    def task_class(name):
+        by_first = {}
+        for inst in fixture[name]:
+            random.seed(inst["seed"])
+            by_first[random.random()] = inst
+
+        class Task:
+            @classmethod
+            def set_device_time(cls, env):
+                pass
+
+            @classmethod
+            def generate_random_params(cls):
+                state = random.getstate()
+                inst = by_first.get(random.random())
+                random.setstate(state)
+                assert inst is not None, f"{name}: random was not seeded with a fixture instance seed"
+                draws.append((name, inst["seed"]))
+                return {k: v for k, v in inst["params"].items() if k != "seed"}
+
+        return Task
+
+    class TaskRegistry:
+        ANDROID_WORLD_FAMILY = "android_world"
+
+        def get_registry(self, family):
+            return {n: task_class(n) for n in names}
+
+    pkg = types.ModuleType("android_world")
+    pkg.registry = types.SimpleNamespace(TaskRegistry=TaskRegistry)
+    monkeypatch.setitem(sys.modules, "android_world", pkg)
+    monkeypatch.setitem(sys.modules, "android_world.registry", pkg.registry)
+    return draws
+
+
+def test_env_params_androidworld_evaluates_androidworlds_instances(monkeypatch, fixture):
+    """`env.params=androidworld` makes the evaluation suite AndroidWorld's: every instance's params come from
+    android_world's generator seeded with AndroidWorld's instance seed (instances 0 and 1 of suite seed 30,
+    the fixture's), and SimDroid plays them (the expert solves them all)."""
+    from experiments import evaluate
+
+    names = ["SimpleSmsSend", "SystemBrightnessMax"]
+    draws = _stand_in_android_world(monkeypatch, fixture, names)
+    result = evaluate.main(["policy=expert", f"tasks={','.join(names)}", "eval_n_per_task=2", "seeds=1",
+                            "env.num_envs=2", "env.params=androidworld"])
+    assert draws == [(n, fixture[n][i]["seed"]) for n in names for i in range(2)]
+    assert result["episodes"] == 4 and result["errored"] == 0 and result["pass_at_1_mean"] == 1.0
+
+
+def test_env_params_androidworld_keys_the_base_cache_and_needs_the_package(monkeypatch, tmp_path):
+    import sys
+
+    from experiments import config as C
+    from experiments import pretrain
+    from experiments.common import base_key, suite_backend
+    from voyager_gym.suites import ANDROIDWORLD, FROM_ENV
+
+    aw = C.parse(["env.params=androidworld"], C.TrainConfig)
+    auto, sim = C.parse([], C.TrainConfig), C.parse(["env.params=simdroid"], C.TrainConfig)
+    assert suite_backend(aw) == ANDROIDWORLD and suite_backend(auto) is None and suite_backend(sim) is None
+    assert suite_backend(C.parse(["env.backend=androidworld"], C.TrainConfig)) == FROM_ENV
+    assert base_key(aw, ["SimpleSmsSend"]) != base_key(auto, ["SimpleSmsSend"])
+    with pytest.raises(SystemExit, match="env.params='gemini'"):
+        C.parse(["env.params=gemini"], C.TrainConfig)
+    monkeypatch.setitem(sys.modules, "android_world", None)  # import fails as if not installed
+    with pytest.raises(ImportError, match="need the android_world package"):
+        pretrain.main(["tasks=SimpleSmsSend", "env.params=androidworld", "env.num_envs=1",
+                       f"cache_dir={tmp_path}"])
+
 
 def test_androidworld_generators_need_the_package(monkeypatch):
     import sys

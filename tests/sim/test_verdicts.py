@@ -247,6 +247,16 @@ def test_recorder_tasks_start_without_recordings(backend, name):
         assert recorder_app.recordings(backend.phone.dev) == []
 
 
+@pytest.mark.parametrize("name", ["ClockTimerEntry", "ClockStopWatchRunning", "ClockStopWatchPausedVerify"])
+def test_clock_tasks_start_with_cleared_app_data(backend, name):
+    """AndroidWorld clears Clock's app data before each task, so every instance starts on the app's default
+    tab with its default alarms, no timers and the stopwatch reset (not a tab drawn per instance)."""
+    fresh = clock_app.state(type(backend.phone.dev)())
+    for seed in range(6):
+        helpers.reset(backend, name, seed)
+        assert clock_app.state(backend.phone.dev) == fresh
+
+
 def test_recipe_add_single_noise_never_shares_the_title():
     import random
 

@@ -34,9 +34,10 @@ class _Clock(SimTask):
     complexity = 1.0
 
     def initialize(self, dev: DeviceState) -> None:
-        st = app.state(dev)
-        st["stopwatch"] = {"running": False, "accum_ms": 0, "since_ms": 0, "laps": []}
-        st["tab"] = self.rng("tab").choice(["alarm", "clock"])
+        # AndroidWorld clears Clock's app data before (and after) each task: its alarms, timers, stopwatch and
+        # selected tab are the app's defaults, so Clock opens on its default tab with the stopwatch reset
+        dev.data(app.PKG).clear()
+        app.state(dev)
 
 
 @register_task

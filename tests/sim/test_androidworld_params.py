@@ -31,9 +31,11 @@ MATCHED = [
     "ExpenseDeleteSingle",
     # sports tracker (information retrieval)
     "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivitiesOnDate",
     "SportsTrackerActivityDuration",
     "SportsTrackerLongestDistanceActivity",
     "SportsTrackerTotalDistanceForCategoryOverInterval",
+    "SportsTrackerTotalDurationForCategoryThisWeek",
     # system
     "OpenAppTaskEval",
     "SystemBluetoothTurnOff",
@@ -114,9 +116,11 @@ INIT_MATCHED = [
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
     "SportsTrackerActivitiesCountForWeek",
+    "SportsTrackerActivitiesOnDate",
     "SportsTrackerActivityDuration",
     "SportsTrackerLongestDistanceActivity",
     "SportsTrackerTotalDistanceForCategoryOverInterval",
+    "SportsTrackerTotalDurationForCategoryThisWeek",
     "TasksDueOnDate",
     "TasksHighPriorityTasks",
     "TasksIncompleteTasksOnDate",
@@ -169,8 +173,9 @@ def _aw_drawn_state(name, state):
     if name.startswith("SportsTracker"):
         acts = s["sports_activity_app"]["sports_activities"]
         return [{("distance" if k == "total_distance" else k): v for k, v in a.items()} for a in acts]
+    rows = s["tasks_app"]["tasks_app_tasks"]
     out = []
-    for t in s["tasks_app"]["tasks_app_tasks"]:
+    for t in rows:
         day = int(t["hide_until_date"].split()[1])  # "October 10 2023" -> 10
         out.append((t["title"], int(t["importance"]), t["notes"], day, t["hide_until_time"]))
     return out
@@ -184,6 +189,8 @@ def _aw_drawn_state(name, state):
         ("TasksDueOnDate", "rows"),
         ("TasksIncompleteTasksOnDate", "rows"),
         ("SportsTrackerActivitiesCountForWeek", "activities"),
+        ("SportsTrackerActivitiesOnDate", "activities"),
+        ("SportsTrackerTotalDurationForCategoryThisWeek", "activities"),
         ("SportsTrackerActivityDuration", "activities"),
         ("SportsTrackerLongestDistanceActivity", "activities"),
         ("SportsTrackerTotalDistanceForCategoryOverInterval", "activities"),

@@ -24,16 +24,22 @@ def _day(t):
     return dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
 
 
+def _this_week(backend, name, seed):
+    """Reset `name`; the tracks of its category this week: the two drawn, no noise among them."""
+    params, dev = _reset(backend, name, seed)
+    cat = params["category"]
+    week = [
+        t
+        for t in dev.table(TRACKS)
+        if cat in t["category"] and WEEK_START <= _day(t) <= dt.date(2023, 10, 15)
+    ]
+    assert len(week) == 2 and len(dev.table(TRACKS)) == 22
+    return week
+
+
 def test_count_for_week(backend):
     for seed in range(5):
-        params, dev = _reset(backend, "SportsTrackerActivitiesCountForWeek", seed)
-        cat = params["category"]
-        week = [
-            t
-            for t in dev.table(TRACKS)
-            if cat in t["category"] and WEEK_START <= _day(t) <= dt.date(2023, 10, 15)
-        ]
-        assert len(week) == 2 and len(dev.table(TRACKS)) == 22
+        _this_week(backend, "SportsTrackerActivitiesCountForWeek", seed)
         assert _score(backend, "3") == 0.0
         assert _score(backend, "2") == 1.0
 
@@ -80,3 +86,26 @@ def test_track_detail_via_ui(backend):
     assert name in texts and "Total time" in texts and "Distance" in texts
     backend.execute(Action("navigate_back"))
     assert any(e.text == "OpenTracks" for e in backend.phone.elements())
+
+
+def test_activities_on_date(backend):
+    """The date's two activities are the only ones that day; the answer names both types, in any order."""
+    for seed in range(5):
+        params, dev = _reset(backend, "SportsTrackerActivitiesOnDate", seed)
+        day = [t for t in dev.table(TRACKS) if _day(t) == backend.task.dates["date"]]
+        cats = [a["category"] for a in backend.task.activities]
+        assert sorted(t["category"] for t in day) == sorted(cats) and len(set(cats)) == 2
+        assert len(dev.table(TRACKS)) == 22
+        assert _score(backend, ", ".join(reversed(cats))) == 1.0
+        assert _score(backend, cats[0]) == 0.0  # one type missing
+        assert _score(backend, ", ".join([*cats, "walking"])) == 0.0  # one too many
+        assert _score(backend, f"{cats[0]}, {cats[0]}") == 1.0  # AndroidWorld: each part matches some type
+
+
+def test_total_duration_this_week(backend):
+    for seed in range(5):
+        week = _this_week(backend, "SportsTrackerTotalDurationForCategoryThisWeek", seed)
+        minutes = [t["totaltime"] // 60_000 for t in week]
+        assert _score(backend, str(sum(minutes))) == 1.0
+        assert _score(backend, str(sum(minutes) + 1)) == 0.0
+        assert _score(backend, str(max(minutes))) == 0.0  # one of the two

@@ -136,6 +136,8 @@ IR_TASKS = [
     "SportsTrackerLongestDistanceActivity",
     "SportsTrackerActivityDuration",
     "SportsTrackerTotalDistanceForCategoryOverInterval",
+    "SportsTrackerActivitiesOnDate",
+    "SportsTrackerTotalDurationForCategoryThisWeek",
     "NotesIsTodo",
     "NotesMeetingAttendeeCount",
     "NotesRecipeIngredientCount",
@@ -178,7 +180,12 @@ def test_ir_answers_follow_check_agent_answer(backend, name):
             assert backend.score() == 1.0, ("many-to-one", seed, exp)
             dev.interaction_cache = ", ".join(exp[:-1])
             assert backend.score() == 0.0, ("one short", seed, exp)
-    if name in ("TasksDueOnDate", "TasksIncompleteTasksOnDate", "SimpleCalendarAnyEventsOnDate"):
+    if name in (
+        "TasksDueOnDate",
+        "TasksIncompleteTasksOnDate",
+        "SportsTrackerActivitiesOnDate",
+        "SimpleCalendarAnyEventsOnDate",
+    ):
         assert seen_multi, "no instance with several answers was drawn"
 
 

@@ -188,15 +188,16 @@ class _SportsIR(SimTask):
         rng.shuffle(tracks)
         dev.table(TRACKS).extend(tracks)
 
-    def expected(self) -> str:
+    def expected(self) -> str | list[str]:
         raise NotImplementedError
 
     # AndroidWorld's match: NUMBER_MATCH, exact unless a tolerance is set (|answer - expected| < 10 m for
-    # distances).
+    # distances), or STRING_MATCH for activity types.
+    match = "number"
     tolerance: float | None = None
 
     def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), "number", self.tolerance)
+        return answer_score(dev, self.expected(), self.match, self.tolerance)
 
     # -- expert --------------------------------------------------------------------------------------------
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
@@ -282,13 +283,9 @@ DRAWN_SOURCES = {
 }
 
 
-@register_task
-class SportsTrackerActivitiesCountForWeek(_SportsIR):
-    name = "SportsTrackerActivitiesCountForWeek"
-    template = (
-        "How many {category} activities did I do this week in the OpenTracks app? Assume the week starts "
-        "from Monday. Express your answer as a single integer."
-    )
+class _ThisWeek(_SportsIR):
+    """A question on this week's activities of the goal's category: two of them drawn in the week, and no
+    noise of that category in it."""
 
     n_activities = 2
     sources = DRAWN_SOURCES
@@ -301,15 +298,42 @@ class SportsTrackerActivitiesCountForWeek(_SportsIR):
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
         return self.params["category"] in t["category"].lower() and WEEK_START <= d <= TODAY
 
-    def expected(self) -> str:
-        return str(len(self.activities))
-
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return bool(rows) and rows[-1]["start"].date() < WEEK_START
 
-    def compute(self, rows: list[dict[str, Any]]) -> str:
+    def this_week(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         cat = self.params["category"]
-        return str(sum(1 for r in rows if r["category"] == cat and WEEK_START <= r["start"].date() <= TODAY))
+        return [r for r in rows if r["category"] == cat and WEEK_START <= r["start"].date() <= TODAY]
+
+
+@register_task
+class SportsTrackerActivitiesCountForWeek(_ThisWeek):
+    name = "SportsTrackerActivitiesCountForWeek"
+    template = (
+        "How many {category} activities did I do this week in the OpenTracks app? Assume the week starts "
+        "from Monday. Express your answer as a single integer."
+    )
+
+    def expected(self) -> str:
+        return str(len(self.activities))
+
+    def compute(self, rows: list[dict[str, Any]]) -> str:
+        return str(len(self.this_week(rows)))
+
+
+@register_task
+class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
+    name = "SportsTrackerTotalDurationForCategoryThisWeek"
+    template = (
+        "What was the total duration of {category} activities in the OpenTracks app this week? Assume the "
+        "week starts from Monday. Express your answer in minutes as a single integer."
+    )
+
+    def expected(self) -> str:
+        return str(sum(int(a["duration"]) for a in self.activities))
+
+    def compute(self, rows: list[dict[str, Any]]) -> str:
+        return str(sum(r["minutes"] for r in self.this_week(rows)))
 
 
 @register_task
@@ -418,3 +442,35 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
         return str(
             sum(_meters(r["miles"]) for r in rows if r["category"] == cat and self._in(r["start"].date()))
         )
+
+
+@register_task
+class SportsTrackerActivitiesOnDate(_SportsIR):
+    name = "SportsTrackerActivitiesOnDate"
+    complexity = 2.0
+    template = (
+        "What activities did I do {date} in the OpenTracks app? Answer with the activity type only. If there "
+        "are multiple types, format your answer in a comma separated list."
+    )
+
+    n_activities = 2
+    sources = {**DRAWN_SOURCES, "category": "~category", "start_date": "date"}
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return ir_vocab.draw(cls.name, rng)  # both activities on `date`, categories and the rest drawn
+
+    def excluded(self, t: dict[str, Any]) -> bool:
+        return dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date() == self.dates["date"]
+
+    match = "string"
+
+    def expected(self) -> list[str]:
+        return [a["category"] for a in self.activities]
+
+    def done_reading(self, rows: list[dict[str, Any]]) -> bool:
+        return bool(rows) and rows[-1]["start"].date() < self.dates["date"]
+
+    def compute(self, rows: list[dict[str, Any]]) -> str:
+        cats = [r["category"] for r in reversed(rows) if r["start"].date() == self.dates["date"]]
+        return ", ".join(dict.fromkeys(cats))

@@ -15,6 +15,7 @@ import pytest
 
 from voyager_gym.androidworld_params import json_safe
 from voyager_gym.backends.sim.tasks import TASKS
+from voyager_gym.backends.sim.tasks.vocab import ir_date
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "androidworld_params.json"
 
@@ -96,8 +97,11 @@ MATCHED = [
     "SimpleSmsSendClipboardContent",
     "SimpleSmsSendReceivedAddress",
     # tasks (information retrieval)
+    "TasksCompletedTasksForDate",
+    "TasksDueNextWeek",
     "TasksDueOnDate",
     "TasksHighPriorityTasks",
+    "TasksHighPriorityTasksDueOnDate",
     "TasksIncompleteTasksOnDate",
     # vlc
     "VlcCreatePlaylist",
@@ -121,8 +125,11 @@ INIT_MATCHED = [
     "SportsTrackerLongestDistanceActivity",
     "SportsTrackerTotalDistanceForCategoryOverInterval",
     "SportsTrackerTotalDurationForCategoryThisWeek",
+    "TasksCompletedTasksForDate",
+    "TasksDueNextWeek",
     "TasksDueOnDate",
     "TasksHighPriorityTasks",
+    "TasksHighPriorityTasksDueOnDate",
     "TasksIncompleteTasksOnDate",
 ]
 
@@ -174,6 +181,11 @@ def _aw_drawn_state(name, state):
         acts = s["sports_activity_app"]["sports_activities"]
         return [{("distance" if k == "total_distance" else k): v for k, v in a.items()} for a in acts]
     rows = s["tasks_app"]["tasks_app_tasks"]
+    hide = [(ir_date(t["hide_until_date"]).day, t["hide_until_time"]) for t in rows]
+    if name == "TasksCompletedTasksForDate":
+        return [(t["title"], t["notes"], *h, t["completed_time"]) for t, h in zip(rows, hide, strict=True)]
+    if name == "TasksDueNextWeek":
+        return [(t["title"], ir_date(t["due_date"]), t["notes"], *h) for t, h in zip(rows, hide, strict=True)]
     out = []
     for t in rows:
         day = int(t["hide_until_date"].split()[1])  # "October 10 2023" -> 10
@@ -186,6 +198,8 @@ def _aw_drawn_state(name, state):
     [
         ("NotesTodoItemCount", "notes"),
         ("SimpleCalendarAnyEventsOnDate", "events"),
+        ("TasksCompletedTasksForDate", "rows"),
+        ("TasksDueNextWeek", "rows"),
         ("TasksDueOnDate", "rows"),
         ("TasksIncompleteTasksOnDate", "rows"),
         ("SportsTrackerActivitiesCountForWeek", "activities"),

@@ -1,12 +1,20 @@
 """Tasks app (org.tasks): verifier near-misses for its questions and the list, sort and completion UI."""
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.tasks_app import PKG, tasks
 
-NAMES = ["TasksDueOnDate", "TasksHighPriorityTasks", "TasksIncompleteTasksOnDate"]
+NAMES = [
+    "TasksCompletedTasksForDate",
+    "TasksDueOnDate",
+    "TasksHighPriorityTasks",
+    "TasksHighPriorityTasksDueOnDate",
+    "TasksIncompleteTasksOnDate",
+]
 
 
 def start(backend, name, seed=5):
@@ -43,6 +51,42 @@ def test_noise_never_fits_the_question(backend):
             and np.datetime64(t["dueDate"], "ms").astype("datetime64[D]").item() <= limit
         )
         assert fits == sorted(t["title"] for t in task.targets())  # the three drawn at setup
+
+
+def _due(t):
+    return np.datetime64(t["dueDate"], "ms").astype("datetime64[D]").item()
+
+
+def test_completed_for_date_noise_and_targets(backend):
+    """The tasks due on the date are the three targets, all completed (on `completed_date`); no noise task is
+    due that day, completed or not."""
+    for seed in range(10):
+        task, dev = start(backend, "TasksCompletedTasksForDate", seed)
+        due = [t for t in tasks(dev) if _due(t) == task.day]
+        assert sorted(t["title"] for t in due) == sorted(t["title"] for t in task.targets())
+        done = {np.datetime64(t["completed"], "ms").astype("datetime64[D]").item() for t in due}
+        assert done == {task.done_day}
+
+
+def test_high_priority_due_on_date_noise(backend):
+    for seed in range(10):
+        task, dev = start(backend, "TasksHighPriorityTasksDueOnDate", seed)
+        fits = [t["title"] for t in tasks(dev) if t["importance"] == 0 and _due(t) == task.day]
+        assert fits == [task.params["title"]]
+        assert len(tasks(dev)) == 21
+
+
+def test_due_next_week_count(backend):
+    """Six tasks are due Monday 16 to Sunday 22 October, none of them noise; the answer is their count,
+    matched as a number."""
+    for seed in range(5):
+        task, dev = start(backend, "TasksDueNextWeek", seed)
+        week = [t for t in tasks(dev) if dt.date(2023, 10, 16) <= _due(t) <= dt.date(2023, 10, 22)]
+        assert len(week) == 6 and len(tasks(dev)) == 26
+        assert {t["title"] for t in week} == {t["title"] for t in task.targets()}
+    for text, want in [("6", 1.0), ("6.0", 1.0), ("5", 0.0), ("7", 0.0), ("six", 0.0), ("", 0.0)]:
+        dev.interaction_cache = text
+        assert task.is_successful(dev) == want, text
 
 
 def _click(backend, **find):

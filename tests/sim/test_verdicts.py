@@ -132,6 +132,9 @@ IR_TASKS = [
     "TasksDueOnDate",
     "TasksIncompleteTasksOnDate",
     "TasksHighPriorityTasks",
+    "TasksCompletedTasksForDate",
+    "TasksDueNextWeek",
+    "TasksHighPriorityTasksDueOnDate",
     "SportsTrackerActivitiesCountForWeek",
     "SportsTrackerLongestDistanceActivity",
     "SportsTrackerActivityDuration",
@@ -183,6 +186,7 @@ def test_ir_answers_follow_check_agent_answer(backend, name):
     if name in (
         "TasksDueOnDate",
         "TasksIncompleteTasksOnDate",
+        "TasksCompletedTasksForDate",
         "SportsTrackerActivitiesOnDate",
         "SimpleCalendarAnyEventsOnDate",
     ):

@@ -143,6 +143,18 @@ class _TasksIR(SimTask):
     def is_successful(self, dev: DeviceState) -> float:
         return answer_score(dev, [t["title"] for t in self.targets()])
 
+    sort = "Due date"  # how the expert sorts the list before reading it
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if mem.get("answered"):
+            return done()
+        act = self.ensure_list(view, self.sort, mem)
+        return act if act is not None else self.read(view, mem)
+
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
+        """The expert's next step once the list is shown, sorted by `sort`."""
+        raise NotImplementedError
+
     def ensure_list(self, view: View, sort: str, mem: dict[str, Any]) -> Action | None:
         """Open the app's task list sorted by `sort`; None once there."""
         if view.app != PKG:
@@ -186,6 +198,32 @@ class _TasksIR(SimTask):
     def last_day(self) -> dt.date:
         return self.day
 
+    def read_section(self, view: View, mem: dict[str, Any], section: str) -> Action:
+        """Walk the list down, keeping the titles of rows due on the date under the header `section` (rows
+        scrolled under the top keep the last header seen above them); answer at the list's end or once the
+        next section shows."""
+        st = mem.setdefault("walk", {"section": None, "rows": [], "sigs": [], "past": False})
+        els = view.elements
+        for i, e in enumerate(els):
+            if e.resource_name == f"{PKG}:id/header":
+                st["past"] = st["past"] or (st["section"] == section != e.text)
+                st["section"] = e.text
+            elif (
+                st["section"] == section
+                and e.resource_name == f"{PKG}:id/title"
+                and i + 1 < len(els)
+                and els[i + 1].resource_name == f"{PKG}:id/due_date"
+                and parse_day_text(els[i + 1].text or "") == self.day
+                and e.text not in st["rows"]
+            ):
+                st["rows"].append(e.text)
+        lst = view.find(rid=f"{PKG}:id/tasks")
+        sig = tuple(view.texts())
+        if not st["past"] and lst is not None and view.el(lst).is_scrollable and sig not in st["sigs"]:
+            st["sigs"].append(sig)
+            return scroll("down", lst)
+        return answer_once(mem, ", ".join(st["rows"]))
+
 
 class _DueQuestion(_TasksIR):
     """A question on due dates: three targets due on `date`, answered from the due-date-sorted list."""
@@ -220,12 +258,7 @@ class _DueQuestion(_TasksIR):
         """Whether a task due on `day` belongs in the answer."""
         raise NotImplementedError
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = self.ensure_list(view, "Due date", mem)
-        if act is not None:
-            return act
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
         got = self.collect_due(view, mem, self.keeps)
         return answer_once(mem, ", ".join(got)) if isinstance(got, list) else got
 
@@ -302,12 +335,9 @@ class TasksHighPriorityTasks(_TasksIR):
     def excluded(self, spec: dict[str, Any]) -> bool:
         return spec["importance"] == 0
 
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if mem.get("answered"):
-            return done()
-        act = self.ensure_list(view, "Priority", mem)
-        if act is not None:
-            return act
+    sort = "Priority"
+
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
         titles, section = [], None
         for e in view.elements:
             if e.resource_name == f"{PKG}:id/header":
@@ -321,3 +351,146 @@ class TasksHighPriorityTasks(_TasksIR):
         ):
             return scroll("up", view.find(rid=f"{PKG}:id/tasks"))
         return answer_once(mem, ", ".join(titles))
+
+
+@register_task
+class TasksCompletedTasksForDate(_TasksIR):
+    name = "TasksCompletedTasksForDate"
+    template = (
+        "Which tasks have I completed for {date} in Tasks app? Answer with the titles only. If there are "
+        "multiples titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return ir_vocab.draw(cls.name, rng)  # title, notes, date, completed_date, time (targets draw own)
+
+    def setup_params(self, rng: random.Random) -> None:
+        """Three tasks due on the date, completed on `completed_date`, hidden until 10, 9 and 11 October:
+        per task its title, hide-until time, completion time and notes drawn without replacement, in order."""
+        self.done_day = vocab.ir_date(self.params["completed_date"])  # before the goal's wording replaces it
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        self.rows = []
+        for hide_day in (10, 9, 11):
+            title, hide, done_at = pool.draw(rng, "title"), pool.draw(rng, "time"), pool.draw(rng, "time")
+            self.rows.append((title, pool.draw(rng, "notes"), hide_day, hide, done_at))
+
+    def targets(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "title": t,
+                "importance": 2,  # AndroidWorld's default when its definition sets none
+                "notes": n,
+                "due": ms(at(self.day)),
+                "hide": ms(at(dt.date(2023, 10, hd), ht)),
+                "completed": ms(at(self.done_day, ct)),
+            }
+            for t, n, hd, ht, ct in self.rows
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return due_date_of(spec) == self.day
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Show completed tasks (overflow menu), then read the list down to its Completed section."""
+        if not mem.get("shown") and view.app == PKG:
+            if view.has(text="Show completed"):
+                mem["shown"] = True
+                return click(view.find(text="Show completed"))
+            if view.has(text="Hide completed"):
+                mem["shown"] = True
+                return back()
+            if view.title == "My Tasks":
+                return click(view.find(desc="More options"))
+        return super().expert(view, mem)
+
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
+        return self.read_section(view, mem, "Completed")  # keeping the rows due on the date
+
+
+NEXT_WEEK = (dt.date(2023, 10, 16), dt.date(2023, 10, 22))  # Monday to Sunday after the device's week
+
+
+@register_task
+class TasksDueNextWeek(_TasksIR):
+    name = "TasksDueNextWeek"
+    template = (
+        "How many tasks do I have due next week in Tasks app? Assume the week starts from Monday. Express "
+        "your answer as a single integer."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return ir_vocab.draw(cls.name, rng)  # title, notes, due_date (the targets draw their own)
+
+    def setup_params(self, rng: random.Random) -> None:
+        """Six tasks due next week with fixed hide-until moments: per task its title, due date and notes
+        drawn without replacement, in that order."""
+        pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
+        hides = [(10, "8:00"), (9, "10:00")] + [(11, "9:00")] * 4
+        self.rows = []
+        for hide_day, hide in hides:
+            title, due = pool.draw(rng, "title"), vocab.ir_date(pool.draw(rng, "due_date"))
+            self.rows.append((title, due, pool.draw(rng, "notes"), hide_day, hide))
+
+    def targets(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "title": t,
+                "importance": 2,  # AndroidWorld's default when its definition sets none
+                "notes": n,
+                "due": ms(at(d)),
+                "hide": ms(at(dt.date(2023, 10, hd), ht)),
+                "completed": 0,
+            }
+            for t, d, n, hd, ht in self.rows
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return NEXT_WEEK[0] <= due_date_of(spec) <= NEXT_WEEK[1]
+
+    def expected(self) -> str:
+        return str(len(self.rows))  # AndroidWorld's COUNT of the seeded tasks, a NUMBER_MATCH
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return answer_score(dev, self.expected(), "number")
+
+    def last_day(self) -> dt.date:
+        return NEXT_WEEK[1]
+
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
+        got = self.collect_due(view, mem, lambda d: NEXT_WEEK[0] <= d <= NEXT_WEEK[1])
+        return answer_once(mem, str(len(got))) if isinstance(got, list) else got
+
+
+@register_task
+class TasksHighPriorityTasksDueOnDate(_TasksIR):
+    name = "TasksHighPriorityTasksDueOnDate"
+    template = (
+        "Which tasks with high priority are due {date} in the Tasks app? Answer with the title only. If "
+        "there are multiples titles, format your answer in a comma separated list."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return ir_vocab.draw(cls.name, rng)  # date, time, title: the one target task
+
+    def targets(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "title": self.params["title"],
+                "importance": 0,
+                "notes": None,
+                "due": ms(at(self.day, self.params["time"])),
+                "hide": 0,
+                "completed": 0,
+            }
+        ]
+
+    def excluded(self, spec: dict[str, Any]) -> bool:
+        return due_date_of(spec) == self.day and spec["importance"] == 0
+
+    sort = "Priority"
+
+    def read(self, view: View, mem: dict[str, Any]) -> Action:
+        return self.read_section(view, mem, "High priority")  # keeping the rows due on the date

@@ -215,14 +215,31 @@ class _SportsIR(SimTask):
         if view.title != "OpenTracks":
             return back()
         rows: dict[tuple, dict[str, Any]] = mem.setdefault("rows", {})
-        for r in read_rows(view):
+        shown = read_rows(view)
+        for r in shown:
             rows[tuple(r.values())] = r
         seen = sorted(rows.values(), key=lambda r: r["start"], reverse=True)
         lst = view.scrollable()
-        if lst is None or list_at_end(view, lst) or self.done_reading(seen):
+        if not mem.get("read") and not (lst is None or list_at_end(view, lst) or self.done_reading(seen)):
+            mem["downs"] = mem.get("downs", 0) + 1
+            return scroll("down", lst)
+        mem["read"] = True
+        # Read the answer off the screen: scroll back up while the rows it reads are above the screen, unless
+        # they cannot all be shown at once (one already scrolled off below) or the list is back at its top.
+        on_screen = {tuple(r.values()) for r in shown}
+        need = {tuple(r.values()) for r in self.answer_rows(seen)}
+        lost = need & (set(mem.get("visible", ())) - on_screen)
+        if need <= on_screen or lost or lst is None or mem.get("ups", 0) >= mem.get("downs", 0):
             mem["answered"] = True
             return answer(self.compute(seen))
-        return scroll("down", lst)
+        mem["visible"] = list(need & on_screen)
+        mem["ups"] = mem.get("ups", 0) + 1
+        return scroll("up", lst)
+
+    def answer_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows (of those read) the answer is read from, to show together before answering; none: answer
+        where the reading stops."""
+        return []
 
 
 def read_rows(view: View) -> list[dict[str, Any]]:
@@ -334,6 +351,8 @@ class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
 
     def compute(self, rows: list[dict[str, Any]]) -> str:
         return str(sum(r["minutes"] for r in self.this_week(rows)))
+
+    answer_rows = _ThisWeek.this_week
 
 
 @register_task
@@ -471,6 +490,8 @@ class SportsTrackerActivitiesOnDate(_SportsIR):
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return bool(rows) and rows[-1]["start"].date() < self.dates["date"]
 
+    def answer_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if r["start"].date() == self.dates["date"]]
+
     def compute(self, rows: list[dict[str, Any]]) -> str:
-        cats = [r["category"] for r in reversed(rows) if r["start"].date() == self.dates["date"]]
-        return ", ".join(dict.fromkeys(cats))
+        return ", ".join(dict.fromkeys(r["category"] for r in self.answer_rows(rows)))  # in screen order

@@ -27,7 +27,9 @@ MATCHED = [
     "ExpenseAddMultiple",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
+    "ExpenseDeleteDuplicates2",
     "ExpenseDeleteMultiple",
+    "ExpenseDeleteMultiple2",
     "ExpenseDeleteSingle",
     # sports tracker (information retrieval)
     "SportsTrackerActivitiesCountForWeek",

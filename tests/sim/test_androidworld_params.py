@@ -74,7 +74,11 @@ MATCHED = [
     # recipe
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
+    "RecipeDeleteDuplicateRecipes2",
+    "RecipeDeleteDuplicateRecipes3",
     "RecipeDeleteMultipleRecipes",
+    "RecipeDeleteMultipleRecipesWithConstraint",
+    "RecipeDeleteMultipleRecipesWithNoise",
     "RecipeDeleteSingleRecipe",
     "RecipeDeleteSingleWithRecipeWithNoise",
     # calendar (add and delete)

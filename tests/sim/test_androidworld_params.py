@@ -28,7 +28,9 @@ MATCHED = [
     "ExpenseAddMultiple",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
+    "ExpenseDeleteDuplicates2",
     "ExpenseDeleteMultiple",
+    "ExpenseDeleteMultiple2",
     "ExpenseDeleteSingle",
     # sports tracker (information retrieval)
     "SportsTrackerActivitiesCountForWeek",
@@ -75,7 +77,11 @@ MATCHED = [
     # recipe
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
+    "RecipeDeleteDuplicateRecipes2",
+    "RecipeDeleteDuplicateRecipes3",
     "RecipeDeleteMultipleRecipes",
+    "RecipeDeleteMultipleRecipesWithConstraint",
+    "RecipeDeleteMultipleRecipesWithNoise",
     "RecipeDeleteSingleRecipe",
     "RecipeDeleteSingleWithRecipeWithNoise",
     # calendar (add and delete)

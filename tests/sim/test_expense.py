@@ -142,3 +142,41 @@ def test_expert_trajectory_with_a_wrong_category_fails(backend):
         backend.execute(a)
     assert len(dev.table("expense")) == 11
     assert task.is_successful(dev) == 0.0
+
+
+def test_delete_multiple2_three_named_among_fifty(backend):
+    task, dev = start(backend, "ExpenseDeleteMultiple2")
+    rows = dev.table("expense")
+    names = [r["name"] for r in task.params["row_objects"]]
+    assert len(rows) == 53 and [r["name"] for r in rows[-3:]] == names  # targets inserted after the noise
+    assert len({r["name"] for r in rows}) == 53  # every name distinct, as AndroidWorld draws them
+    snap = dev.snapshot()
+    del rows[-3:]
+    assert task.is_successful(dev) == 1.0
+    rows.pop(0)  # and a noise expense too
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    del dev.table("expense")[-2:]  # two of the three
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    del dev.table("expense")[-3:]
+    dev.table("expense")[5]["note"] = "changed"  # a noise expense altered
+    assert task.is_successful(dev) == 0.0
+
+
+def test_delete_duplicates2_near_copies_are_not_duplicates(backend):
+    task, dev = start(backend, "ExpenseDeleteDuplicates2")
+    rows = dev.table("expense")
+    target = task.params["row_objects"][0]
+    near = [r for r in rows[:-2] if r["name"] == target["name"]]
+    assert len(rows) == 42 and len(near) >= 3
+    assert all(r["amount"] != target["amount"] and r["category"] == target["category"] for r in near[-3:])
+    snap = dev.snapshot()
+    rows.pop(-2)  # one of the two exact copies
+    assert task.is_successful(dev) == 1.0
+    dev = snap.snapshot()
+    dev.table("expense").remove(near[-1])  # a copy with another amount and date instead
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    del dev.table("expense")[-2:]  # both exact copies
+    assert task.is_successful(dev) == 0.0

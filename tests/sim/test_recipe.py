@@ -111,3 +111,85 @@ def test_new_recipe_editor_saves_trimmed_fields_and_discard_asks(backend):
     new = dev.table("recipes")[-1]
     assert (new["title"], new["description"], new["favorite"]) == ("Toast", "Crunchy", 0)
     assert len(dev.table("recipes")) == 11
+
+
+def test_delete_multiple_with_noise_near_misses(backend):
+    task, dev = start(backend, "RecipeDeleteMultipleRecipesWithNoise")
+    rows = dev.table("recipes")
+    titles = [r["title"] for r in task.params["row_objects"]]
+    assert len(rows) == 32 and [r["title"] for r in rows[-3:]] == titles
+    snap = dev.snapshot()
+    del rows[-3:]
+    assert task.is_successful(dev) == 1.0
+    rows.pop(0)  # a noise recipe too
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    del dev.table("recipes")[-2:]  # two of three
+    assert task.is_successful(dev) == 0.0
+
+
+def _without(dev, pred):
+    dev.table("recipes")[:] = [r for r in dev.table("recipes") if not pred(r)]
+
+
+def test_delete_with_constraint_deletes_what_uses_the_ingredient(backend):
+    task, dev = start(backend, "RecipeDeleteMultipleRecipesWithConstraint", seed=5)
+    ing = task.params["ingredient"]
+    assert task.goal == f"Delete the recipes from Broccoli app that use {ing} in the directions."
+    assert len(dev.table("recipes")) == 32 and not task.solved_at_start() and task.is_successful(dev) == 0.0
+    snap = dev.snapshot()
+    _without(dev, lambda r: ing in r["directions"].lower())
+    assert task.is_successful(dev) == 1.0
+    dev.table("recipes").pop(0)  # and a recipe that does not use it
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    dev.table("recipes").pop()  # only some of them
+    assert task.is_successful(dev) == 0.0
+
+
+def test_delete_with_constraint_same_title_without_the_ingredient_stays(backend):
+    # "herbs" is the one ingredient an added directions sentence may hold: one title can be both kept and
+    # deleted (seed 47 has a kept recipe with a target's title and description).
+    task, dev = start(backend, "RecipeDeleteMultipleRecipesWithConstraint", seed=47)
+    assert task.params["ingredient"] == "herbs"
+    targets = {(r["title"], r["description"]) for r in task.params["row_objects"]}
+    snap = dev.snapshot()
+    _without(dev, lambda r: (r["title"], r["description"]) in targets)  # the look-alike kept one too
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    _without(dev, lambda r: "herbs" in r["directions"])
+    assert task.is_successful(dev) == 1.0
+
+
+def test_delete_with_constraint_nothing_to_delete_starts_solved(backend):
+    # AndroidWorld matches the ingredient against lower-cased directions: "Parmesan" never matches, so no
+    # target is drawn and the start state passes; deleting a recipe that mentions it fails.
+    task, dev = start(backend, "RecipeDeleteMultipleRecipesWithConstraint", seed=75)
+    assert task.params["ingredient"] == "Parmesan" and task.params["row_objects"] == []
+    assert task.solved_at_start() and task.is_successful(dev) == 1.0
+    _without(dev, lambda r: "Parmesan" in r["directions"])
+    assert len(dev.table("recipes")) < 29 and task.is_successful(dev) == 0.0
+
+
+def test_delete_duplicates2_and_3_near_copies_are_not_duplicates(backend):
+    for name, n, variations, same in (
+        ("RecipeDeleteDuplicateRecipes2", 12, 4, ("title",)),
+        ("RecipeDeleteDuplicateRecipes3", 32, 6, ("title", "description")),
+    ):
+        task, dev = start(backend, name)
+        rows = dev.table("recipes")
+        t = task.params["row_objects"][0]
+        near = [r for r in rows[:-2] if all(r[k] == t[k] for k in same)]
+        assert len(rows) == n and len(near) >= variations, name
+        assert all(dict(r, recipeId=-1) != t for r in near), name
+        snap = dev.snapshot()
+        rows.pop()
+        assert task.is_successful(dev) == 1.0, name
+        dev = snap.snapshot()
+        dev.table("recipes").remove(near[-1])  # a look-alike instead
+        assert task.is_successful(dev) == 0.0, name
+        dev = snap.snapshot()
+        del dev.table("recipes")[-2:]  # both copies
+        assert task.is_successful(dev) == 0.0, name
+    task, dev = start(backend, "RecipeDeleteDuplicateRecipes3")
+    assert sum(r["title"] == "Avocado Toast with Egg" for r in dev.table("recipes")) >= 3

@@ -59,6 +59,11 @@ class SimTask:
         """A generator seeded from the instance seed, for noise data in `initialize`."""
         return random.Random(f"{self.params.get('seed', 0)}:{self.name}:{salt}")
 
+    def solved_at_start(self) -> bool:
+        """Whether this instance starts in its goal state: Verify tasks, and instances AndroidWorld draws with
+        nothing to do (RecipeDeleteMultipleRecipesWithConstraint with an ingredient no recipe uses)."""
+        return self.starts_solved
+
     def initialize(self, dev: DeviceState) -> None:
         """Put the device in the task's start state. The phone is on the home screen afterwards."""
 

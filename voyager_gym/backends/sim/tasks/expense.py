@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from typing import Any
 
 from voyager_gym.actions import Action
@@ -410,7 +411,8 @@ class ExpenseDeleteMultiple(_ExpenseDelete):
     n_rows = 3
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        """Multi-select in Expense Logs: long-press the first target, tap the others, Delete, Confirm."""
+        """One pass down Expense Logs: long-press the first target seen, tap each other one as it scrolls into
+        view (remembering those already picked once they scroll away), then Delete and Confirm."""
         names = [r["name"] for r in self.params["row_objects"]]
         if mem.get("deleted"):
             return done() if view.app == PKG and view.title in ("Expense Logs", "Pro Expense") else back()
@@ -421,11 +423,16 @@ class ExpenseDeleteMultiple(_ExpenseDelete):
         if act is not None:
             return act
         selecting = (view.title or "") != "Expense Logs"
-        chosen = {view.el(i).text for i in view.find_all(rid=f"{PKG}:id/tv_name") if view.el(i).is_selected}
-        pending = [n for n in names if n not in chosen]
-        if not pending:
+        picked = set(mem.get("picked", ())) if selecting else set()
+        for i in view.find_all(rid=f"{PKG}:id/tv_name"):
+            text = view.el(i).text
+            if text in names:
+                (picked.add if view.el(i).is_selected else picked.discard)(text)
+        mem["picked"] = sorted(picked)
+        if len(picked) == len(names):
             return click(view.find(desc="Delete"))
-        found = scroll_to_find(view, mem, f"find:{pending[0]}", text=pending[0], rid=f"{PKG}:id/tv_name")
+        pattern = "^(" + "|".join(re.escape(n) for n in names if n not in picked) + ")$"
+        found = scroll_to_find(view, mem, "find", regex=pattern, rid=f"{PKG}:id/tv_name")
         if not isinstance(found, int):
             return found
         return click(found) if selecting else long_press(found)
@@ -472,3 +479,48 @@ class ExpenseDeleteDuplicates(_Expense):
         if mem["scrolls"] > 12:
             raise LookupError("expert found no duplicate expenses")
         return scroll("down", view.scrollable())
+
+
+# -- harder delete variants (many noise rows) ----------------------------------------------------------------
+@register_task
+class ExpenseDeleteMultiple2(ExpenseDeleteMultiple):
+    """Three named expenses among 50 others (AndroidWorld draws 53 expenses with distinct names: the first
+    three are the targets, inserted after the 50 noise rows)."""
+
+    name = "ExpenseDeleteMultiple2"
+    complexity = 3.4
+    n_rows = 3
+    n_noise = 50
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        rows = distinct_expenses(rng, cls.n_rows + cls.n_noise, unique_names=True)
+        return {"row_objects": rows[: cls.n_rows], "noise_row_objects": rows[cls.n_rows :]}
+
+
+@register_task
+class ExpenseDeleteDuplicates2(ExpenseDeleteDuplicates):
+    """One duplicated expense among 40 others, three of which share its name with another amount and date
+    (AndroidWorld's harder variant)."""
+
+    name = "ExpenseDeleteDuplicates2"
+    complexity = 1.8
+    n_noise = 40
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        rows = distinct_expenses(rng, cls.n_noise + 1 - 3)
+        target = rows.pop()
+        variations = []
+        for extra in rng.sample(range(50, 1000), 3):
+            created = vocab.random_october_2023_ts(rng, start_day=1, end_day=15) * 1000
+            modified = vocab.random_october_2023_ts(rng, start_day=1, end_day=15) * 1000
+            variations.append(
+                {
+                    **target,
+                    "amount": target["amount"] + extra,
+                    "created_date": created,
+                    "modified_date": modified,
+                }
+            )
+        return {"row_objects": [target, dict(target)], "noise_row_objects": rows + variations}

@@ -599,3 +599,236 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
         if mem["scrolls"] > 12:
             raise LookupError("expert found no duplicate recipes")
         return scroll("down", view.scrollable())
+
+
+# -- harder delete variants: more noise, a constraint instead of names, near-duplicates ---------------------
+# Ingredients AndroidWorld draws for RecipeDeleteMultipleRecipesWithConstraint (its list, in its order; it
+# matches them case-sensitively against lower-cased directions, so capitalised ones never match).
+COMMON_INGREDIENTS = (
+    "tuna", "mayonnaise", "sriracha", "tortillas", "lettuce", "cucumber", "bread", "avocado", "eggs", "salt",
+    "pepper", "chili flakes", "pita bread", "tomatoes", "feta cheese", "olives", "Greek dressing", "rice",
+    "vegetables", "soy sauce", "pesto sauce", "peas", "Parmesan cheese", "chicken", "BBQ sauce", "cheese",
+    "baguette", "basil", "garlic", "olive oil", "tilapia", "butter", "lemon juice", "turkey", "hummus",
+    "bell peppers", "carrots", "mango", "curry powder", "coconut milk", "beef", "broccoli", "onions",
+    "shrimp", "spinach", "herbs", "zucchini", "cauliflower", "sweet potato", "black beans", "cilantro",
+    "Greek yogurt", "dill", "quinoa", "chickpeas", "romaine lettuce", "Caesar dressing", "Parmesan",
+    "kidney beans", "corn", "chili seasoning", "asparagus", "mozzarella balls", "balsamic glaze",
+    "fettuccine", "Alfredo sauce", "quinoa", "tomato sauce", "eggplant", "marinara sauce",
+    "mozzarella cheese", "noodles", "Thai peanut sauce", "red bell peppers", "cabbage", "butternut squash",
+    "nutmeg", "tofu", "pizza dough", "mozzarella cheese", "raspberries", "almond milk", "banana",
+    "almond butter", "lentils", "thyme", "bay leaves", "parsley", "lemon wedges", "ghee", "cardamom",
+    "fenugreek", "amchur (dry mango powder)", "rose water", "pomegranate molasses", "kaffir lime leaves",
+    "galangal", "lemongrass", "furikake", "black garlic", "hemp seeds", "chia seeds", "açai berry",
+    "maca powder", "spirulina", "cassava flour", "arrowroot powder", "seaweed", "escargot", "venison",
+    "quail eggs", "duck fat", "morel mushrooms", "chanterelle mushrooms", "black truffle", "edible flowers",
+    "salsify", "rutabaga", "celeriac", "finger limes",
+)  # fmt: skip
+DRAW_LIMIT = 10_000  # AndroidWorld gives up on a filtered draw after this many candidates
+
+
+def capped_recipes(
+    rng: random.Random, n: int, keep: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]] | None:
+    """`distinct_recipes` with AndroidWorld's limit: None once DRAW_LIMIT candidates did not yield `n`.
+    When no recipe can pass `keep` at all, None at once: AndroidWorld would draw its DRAW_LIMIT candidates
+    in vain, and nothing is drawn after them, so skipping those draws changes no param."""
+    if not any(keep({"title": t, "directions": f"{d} {e}"}) for t, d in RECIPES for e in EXTRAS):
+        return None
+    out: list[dict[str, Any]] = []
+    for _ in range(DRAW_LIMIT):
+        c = random_recipe(rng)
+        if keep(c) and c not in out:
+            out.append(c)
+            if len(out) == n:
+                return out
+    return None
+
+
+def shows_recipe(view: View, r: dict[str, Any]) -> bool:
+    """Whether the details screen on view shows recipe `r` (title, description, servings and time,
+    ingredients, directions)."""
+    meta = "   ".join(x for x in (r["servings"], r["preparationTime"]) if x)
+    shown = (r["description"], meta, r["ingredients"], r["directions"])
+    return view.title == r["title"] and all(view.has(text=x) for x in shown if x)
+
+
+def last_card_of(view: View, mem: dict[str, Any], key: tuple[str, str], skip: int = 0) -> Action | int:
+    """The card showing `key` (title, description) that is `skip` places before the last such card of its
+    title's run in the list (cards with one title are listed together, oldest first), scrolling down until the
+    run's end is on screen; raises LookupError when the list ends without one."""
+    sig = tuple(view.texts())
+    at_end = mem.pop("scrolled_from", None) == sig  # the last scroll did not move the list
+    cards = card_records(view)
+    hits = [j for j, (_, title, desc) in enumerate(cards) if (title, desc) == key]
+    if hits and (at_end or any(c[1] != key[0] for c in cards[hits[-1] + 1 :])):
+        if skip >= len(hits):
+            raise LookupError(f"expert ran out of cards showing {key}")
+        return cards[hits[-1 - skip]][0]
+    if at_end:
+        raise LookupError(f"expert found no card showing {key}")
+    mem["scrolled_from"] = sig
+    return scroll("down", view.scrollable())
+
+
+@register_task
+class RecipeDeleteMultipleRecipesWithNoise(_RecipeDelete):
+    name = "RecipeDeleteMultipleRecipesWithNoise"
+    complexity = 3.4
+    n_rows = 3
+    n_noise = 29
+    use_search = True
+
+
+@register_task
+class RecipeDeleteMultipleRecipesWithConstraint(_RecipeDelete):
+    """Delete the recipes whose directions use a drawn ingredient. As in AndroidWorld, up to three targets
+    are drawn (none when no recipe can use it: then the start state already passes) after 29 recipes that
+    do not."""
+
+    name = "RecipeDeleteMultipleRecipesWithConstraint"
+    complexity = 4
+    n_rows = 3
+    n_noise = 29
+    template = "Delete the recipes from Broccoli app that use {ingredient} in the directions."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        ingredient = rng.choice(COMMON_INGREDIENTS)
+        noise = distinct_recipes(rng, cls.n_noise, keep=lambda r: ingredient not in r["directions"].lower())
+        targets: list[dict[str, Any]] = []
+        for n in range(cls.n_rows, 0, -1):
+            drawn = capped_recipes(rng, n, lambda r: ingredient in r["directions"].lower())
+            if drawn is not None:
+                targets = drawn
+                break
+        return {"row_objects": targets, "noise_row_objects": noise, "ingredient": ingredient}
+
+    @property
+    def goal(self) -> str:
+        return self.template.format(ingredient=self.params["ingredient"])
+
+    def solved_at_start(self) -> bool:
+        return not self.params["row_objects"]
+
+    def is_successful(self, dev: DeviceState) -> float:
+        n = len(self.params["row_objects"])
+        ids = [r["recipeId"] for r in self.before[len(self.before) - n :]]
+        return 1.0 if removal_ok(self.before, dev.table(TABLE), ids, "recipeId") else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """For each drawn target (its title and description, from the params): open the last card showing
+        them, check on the details screen that it is that recipe and that its directions use the ingredient
+        (going back from one that does not), then More options, Delete, Delete."""
+        ingredient = self.params["ingredient"]
+        pending = mem.setdefault("pending", [dict(r) for r in self.params["row_objects"]])
+        if view.has(text="Delete this recipe?") and mem.get("target") in pending:
+            pending.remove(mem.pop("target"))
+            return click(view.find(text="Delete"))
+        if not pending:
+            return done() if view.app == PKG and view.title == "Recipes" else (to_list(view) or done())
+        if mem.get("opened") and view.has(desc="More options"):
+            directions = view.find(rid=f"{PKG}:id/directions_text")
+            uses = directions is not None and ingredient in (view.el(directions).text or "").lower()
+            match = next((r for r in pending if uses and shows_recipe(view, r)), None)
+            if match is None:
+                key = mem.pop("opened")
+                mem.setdefault("skip", {})[key] = mem.get("skip", {}).get(key, 0) + 1
+                return back()
+            mem.pop("opened")
+            mem["target"] = match
+            return click(view.find(desc="More options"))
+        if mem.get("target") is not None:
+            act = delete_open_recipe(view, mem, mem["target"]["title"])
+            if act is not None:
+                return act
+        act = to_list(view)
+        if act is not None:
+            return act
+        mem.pop("opened", None)
+        keys = [(r["title"], r["description"]) for r in pending]
+        key = next(((t, d) for _, t, d in card_records(view) if (t, d) in keys), keys[0])
+        found = last_card_of(view, mem, key, mem.get("skip", {}).get(repr(key), 0))
+        if isinstance(found, int):
+            mem["opened"] = repr(key)
+            return click(found)
+        return found
+
+
+class _RecipeDeleteNearDuplicates(RecipeDeleteDuplicateRecipes):
+    """Deduplication among recipes that share the duplicated one's title (and, for 3, its description)."""
+
+    @classmethod
+    def noise_before_variants(cls, rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        raise NotImplementedError
+
+    @classmethod
+    def same_as_target(cls, r: dict[str, Any], t: dict[str, Any]) -> bool:
+        return r["title"] == t["title"]
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        noise, target = cls.noise_before_variants(rng)
+        while len(noise) < cls.n_noise:  # variations of the target, each drawn on its own (repeats possible)
+            value = distinct_recipes(rng, 1, keep=lambda r: cls.same_as_target(r, target))[0]
+            if value != target:
+                noise.append(value)
+        return {"row_objects": [target, dict(target)], "noise_row_objects": noise}
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Open the last card showing the duplicated recipe's title and description (copies are listed
+        together, oldest first) and delete it if its details match; going back from one that differs, try the
+        one above."""
+        t = self.params["row_objects"][0]
+        if mem.get("deleted"):
+            return done() if view.app == PKG and view.title == "Recipes" else back()
+        if mem.get("opened") and view.has(desc="More options"):
+            if not shows_recipe(view, t):
+                mem["skip"] = mem.get("skip", 0) + 1
+                mem.pop("opened")
+                return back()
+            mem.pop("opened")
+            mem["target"] = t["title"]
+        if mem.get("target"):
+            act = delete_open_recipe(view, mem, mem["target"])
+            if act is not None:
+                return act
+        act = to_list(view)
+        if act is not None:
+            return act
+        found = last_card_of(view, mem, (t["title"], t["description"]), mem.get("skip", 0))
+        if not isinstance(found, int):
+            return found
+        mem["opened"] = True
+        return click(found)
+
+
+@register_task
+class RecipeDeleteDuplicateRecipes2(_RecipeDeleteNearDuplicates):
+    name = "RecipeDeleteDuplicateRecipes2"
+    complexity = 2.4
+    n_noise = 10
+
+    @classmethod
+    def noise_before_variants(cls, rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        noise = distinct_recipes(rng, 7)
+        return noise, noise.pop()
+
+
+@register_task
+class RecipeDeleteDuplicateRecipes3(_RecipeDeleteNearDuplicates):
+    """Also three 'Avocado Toast with Egg' recipes at the top of the list, so that the agent must scroll."""
+
+    name = "RecipeDeleteDuplicateRecipes3"
+    complexity = 3.4
+    n_noise = 30
+    top = "Avocado Toast with Egg"
+
+    @classmethod
+    def noise_before_variants(cls, rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        noise = distinct_recipes(rng, 22, keep=lambda r: r["title"] != cls.top)
+        target = noise.pop()
+        return noise + distinct_recipes(rng, 3, keep=lambda r: r["title"] == cls.top), target
+
+    @classmethod
+    def same_as_target(cls, r: dict[str, Any], t: dict[str, Any]) -> bool:
+        return r["title"] == t["title"] and r["description"] == t["description"]

@@ -70,6 +70,9 @@ MATCHED = [
     "NotesRecipeIngredientCount",
     "NotesTodoItemCount",
     # recipe
+    "RecipeAddMultipleRecipes",
+    "RecipeAddMultipleRecipesFromMarkor",
+    "RecipeAddMultipleRecipesFromMarkor2",
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
     "RecipeDeleteMultipleRecipes",

@@ -25,6 +25,7 @@ MATCHED = [
     "BrowserMultiply",
     # expense
     "ExpenseAddMultiple",
+    "ExpenseAddMultipleFromMarkor",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
     "ExpenseDeleteMultiple",

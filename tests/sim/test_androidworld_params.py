@@ -26,6 +26,7 @@ MATCHED = [
     "BrowserMultiply",
     # expense
     "ExpenseAddMultiple",
+    "ExpenseAddMultipleFromMarkor",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
     "ExpenseDeleteDuplicates2",
@@ -75,6 +76,9 @@ MATCHED = [
     "NotesRecipeIngredientCount",
     "NotesTodoItemCount",
     # recipe
+    "RecipeAddMultipleRecipes",
+    "RecipeAddMultipleRecipesFromMarkor",
+    "RecipeAddMultipleRecipesFromMarkor2",
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
     "RecipeDeleteDuplicateRecipes2",

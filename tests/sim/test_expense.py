@@ -180,3 +180,25 @@ def test_delete_duplicates2_near_copies_are_not_duplicates(backend):
     dev = snap.snapshot()
     del dev.table("expense")[-2:]  # both exact copies
     assert task.is_successful(dev) == 0.0
+
+
+def test_add_from_markor_reimbursable_rows(backend):
+    from voyager_gym.backends.sim.apps.markor import MARKOR_DIR
+
+    task, dev = start(backend, "ExpenseAddMultipleFromMarkor")
+    rows = task.params["row_objects"]
+    assert len(rows) == 2 and len(dev.table("expense")) == 100 and rows[0]["name"] not in task.goal
+    assert [f for f in dev.files if f.startswith(MARKOR_DIR + "/")] == [f"{MARKOR_DIR}/my_expenses.txt"]
+    lines = dev.read_file(f"{MARKOR_DIR}/my_expenses.txt").split("\n")
+    assert lines[0] == "name|amount_dollars|category_name|note" and len(lines) == 103
+    marked = [ln for ln in lines if ln.endswith(". Reimbursable.")]
+    assert sorted(ln.split("|")[0] for ln in marked) == sorted(r["name"] for r in rows)
+    snap = dev.snapshot()
+    for r in rows:
+        add_row(dev, r, note=r["note"] + ". Reimbursable.")  # AndroidWorld's rule wants the unmarked note
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    add_row(dev, rows[0])
+    assert task.is_successful(dev) == 0.0  # one missing
+    add_row(dev, rows[1])
+    assert task.is_successful(dev) == 1.0

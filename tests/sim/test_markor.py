@@ -227,3 +227,33 @@ def test_sort_by_date_shows_newest_first(backend):
 def test_expert_run_is_short(backend):
     run = run_expert(backend, "MarkorAddNoteHeader", 11)
     assert run.score == 1.0 and run.steps <= run.max_steps
+
+
+# -- a note longer than the page scrolls (the rows of the add-from-Markor tasks) ----------------------------
+def test_long_note_scrolls_and_its_text_stays_whole(backend):
+    start(backend, "ExpenseAddMultipleFromMarkor")
+    text = backend.phone.dev.read_file(f"{M}/my_expenses.txt")
+    act(backend, "open_app", app_name="markor")
+    act(backend, "click", index=idx(backend, text="my_expenses.txt"))
+    editor = next(e for e in backend.phone.elements() if e.is_editable)
+    assert editor.is_scrollable and editor.text == text
+    first, _, _ = backend.observe(pixels=True)
+    act(backend, "scroll", direction="down")
+    down, _, _ = backend.observe(pixels=True)
+    assert not np.array_equal(first, down)  # the drawing moved on
+    assert next(e for e in backend.phone.elements() if e.is_editable).text == text  # the a11y text did not
+    for _ in range(30):
+        act(backend, "scroll", direction="down")  # stops at the end
+    act(backend, "scroll", direction="up")
+    assert not np.array_equal(first, backend.observe(pixels=True)[0])
+    for _ in range(30):
+        act(backend, "scroll", direction="up")
+    assert np.array_equal(first, backend.observe(pixels=True)[0])  # back at the top
+
+
+def test_short_note_does_not_scroll(backend):
+    start(backend, "RecipeAddMultipleRecipesFromMarkor")
+    backend.phone.dev.write_file(f"{M}/recipes.txt", "one line\ntwo lines\n")
+    act(backend, "open_app", app_name="markor")
+    act(backend, "click", index=idx(backend, text="recipes.txt"))
+    assert not next(e for e in backend.phone.elements() if e.is_editable).is_scrollable

@@ -193,3 +193,62 @@ def test_delete_duplicates2_and_3_near_copies_are_not_duplicates(backend):
         assert task.is_successful(dev) == 0.0, name
     task, dev = start(backend, "RecipeDeleteDuplicateRecipes3")
     assert sum(r["title"] == "Avocado Toast with Egg" for r in dev.table("recipes")) >= 3
+
+
+# -- add several recipes (in the goal, or in a Markor note) ------------------------------------------------
+def test_add_multiple_needs_every_recipe(backend):
+    task, dev = start(backend, "RecipeAddMultipleRecipes")
+    rows = task.params["row_objects"]
+    assert len(rows) == 3 and all(r["title"] in task.goal for r in rows)
+    for r in rows[:2]:
+        insert_recipe(dev, **r)
+    assert task.is_successful(dev) == 0.0  # one missing
+    insert_recipe(dev, **rows[2])
+    assert task.is_successful(dev) == 1.0
+
+
+def test_add_from_markor_writes_the_note_and_keeps_the_rule(backend):
+    from voyager_gym.backends.sim.apps.markor import MARKOR_DIR
+    from voyager_gym.backends.sim.tasks.recipe import parse_rows, rows_as_text
+
+    for seed in (5, 6):  # both formats among these seeds
+        task, dev = start(backend, "RecipeAddMultipleRecipesFromMarkor", seed)
+        rows = task.params["row_objects"]
+        assert [f for f in dev.files if f.startswith(MARKOR_DIR + "/")] == [f"{MARKOR_DIR}/recipes.txt"]
+        text = dev.read_file(f"{MARKOR_DIR}/recipes.txt")
+        assert text == rows_as_text(rows, task.params["text_representation_type"])  # no newline added
+        assert parse_rows(text) == [{k: r[k] for k in parse_rows(text)[0]} for r in rows]
+        assert len(dev.table("recipes")) == 10 and rows[0]["title"] not in task.goal
+        snap = dev.snapshot()
+        for r in rows[:2]:
+            insert_recipe(dev, **r)
+        insert_recipe(dev, **{**rows[2], "servings": "99 servings", "ingredients": "none"})  # one row off
+        assert task.is_successful(dev) == 0.0
+        dev = snap.snapshot()
+        for r in rows:
+            insert_recipe(dev, **r)
+        assert task.is_successful(dev) == 1.0
+    assert {start(backend, "RecipeAddMultipleRecipesFromMarkor", s)[0].params["text_representation_type"]
+            for s in (5, 6, 7, 8)} == {"csv", "text_block"}
+
+
+def titles(rows):
+    return sorted(r["title"] for r in rows)
+
+
+def test_add_from_markor2_only_the_recipes_of_the_prep_time(backend):
+    from voyager_gym.backends.sim.apps.markor import MARKOR_DIR
+    from voyager_gym.backends.sim.tasks.recipe import parse_rows
+
+    task, dev = start(backend, "RecipeAddMultipleRecipesFromMarkor2")
+    prep, rows, noise = task.params["prep_time"], task.params["row_objects"], task.params["noise_row_objects"]
+    assert prep in task.goal and len(noise) == 40 and len(dev.table("recipes")) == 40
+    listed = parse_rows(dev.read_file(f"{MARKOR_DIR}/recipes.txt"))
+    assert len(listed) == 43 and titles(listed) == titles(rows + noise)  # shuffled together
+    assert titles(r for r in listed if r["preparationTime"] == prep) == titles(rows)
+    assert all(r["preparationTime"] != prep for r in noise)
+    for r in rows:
+        insert_recipe(dev, **r)
+    assert task.is_successful(dev) == 1.0
+    insert_recipe(dev, **noise[0])  # a recipe of another prep time too
+    assert task.is_successful(dev) == 0.0

@@ -477,7 +477,7 @@ class Renderer:
         node_under = under  # what lies beneath this node's own pixels
         own: list[tuple[int, int, int, int]] = []  # pixel rects this node paints over its background
         tx0, ty0, tx1, ty1 = full
-        label = n.text if n.text else (n.hint if n.editable else None)
+        label = n.shown if n.shown is not None else n.text if n.text else (n.hint if n.editable else None)
         if n.icon:
             iw, ih = tx1 - tx0, ty1 - ty0
             if label and n.align == "center" and ih > iw * 0.9:  # launcher cell: icon above label

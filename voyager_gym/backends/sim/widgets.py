@@ -83,6 +83,7 @@ class Node:
     icon: str | None = None
     icon_fg: tuple[int, int, int] | None = None
     lines: int = 1
+    shown: str | None = None  # text drawn instead of `text` (a long text scrolled past its first lines)
     volatile: bool = False
     a11y: bool = True  # listed in ui_elements when it qualifies
     clip: bool = False  # children are clipped to this node's bounds (lists)
@@ -149,6 +150,7 @@ class Node:
             self.icon,
             self.icon_fg,
             self.lines,
+            self.shown,
             self.checked,
             self.focused,
             self.editable,

@@ -32,6 +32,7 @@ from voyager_gym.backends.sim.widgets import SCREEN_W, Node
 PKG = "net.gsantner.markor"
 MARKOR_DIR = f"{SDCARD}/Documents/Markor"
 EDITOR_KEY = "document__fragment__edit__highlighting_editor"
+ROW_CHARS = 40  # characters of a note's line that one row of the editor shows, about (long lines wrap)
 NAV_TABS = ("Notebook", "To-Do", "QuickNote", "More")
 BOTTOM_NAV_H = 168
 FILE_TYPES = (("Markdown", ".md"), ("Plain Text", ".txt"), ("Todo.txt", ".todo.txt"))
@@ -497,6 +498,7 @@ class EditorScreen(Screen):
         self.path = path
         self.loaded = False
         self.preview = False
+        self.top = 0  # first line shown of a note longer than the page
 
     def load(self, dev: DeviceState) -> None:
         if not self.loaded:
@@ -549,11 +551,32 @@ class EditorScreen(Screen):
             text = self.field(EDITOR_KEY)
             body = ui.text(text or None, (PAD, y + 24, SCREEN_W - PAD, ui.bottom - 24), size=42, lines=40,
                            rid=f"{PKG}:id/document__fragment_view_webview")
-            return [bar, body]
+            return [bar, self.scrolling(body)]
         field = ui.field(EDITOR_KEY, (0, y, SCREEN_W, ui.bottom), hint="", multiline=True)
         field.border = None
         field.hint = None
-        return [bar, field]
+        return [bar, self.scrolling(field)]
+
+    def scrolling(self, node: Node) -> Node:
+        """A note longer than the rows `node` shows scrolls, half a page a swipe. Its accessibility text stays
+        whole (as an EditText's does); the drawing starts at the first line shown."""
+        lines = (node.text or "").split("\n")
+        if sum(1 + len(ln) // ROW_CHARS for ln in lines) <= node.lines:
+            self.top = 0
+            return node
+        step = node.lines // 2
+        last = max(0, len(lines) - step)
+        self.top = min(self.top, last)
+
+        def on_scroll(direction: str) -> None:
+            if direction in ("down", "up"):
+                self.top = min(last, self.top + step) if direction == "down" else max(0, self.top - step)
+
+        node.scrollable = True
+        node.on_scroll = on_scroll
+        if self.top:
+            node.shown = "\n".join(lines[self.top :])
+        return node
 
 
 class EditorMenu(Screen):

@@ -32,6 +32,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.markor import read_note, write_note
 
 APP = "pro expense"
 OCT_1_MS = 1696118400000  # 2023-10-01 00:00 UTC
@@ -314,7 +315,9 @@ class _ExpenseAdd(_Expense):
         return 1.0 if ok else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        targets = self.params["row_objects"]
+        """Add Expense -> name, amount, category chip, note -> Save, per row: the goal's rows, or those
+        `mem["rows"]` holds (read from a note)."""
+        targets = mem.get("rows", self.params["row_objects"])
         added = mem.setdefault("added", 0)
         if view.app != PKG:
             return open_app("Pro Expense")
@@ -524,3 +527,51 @@ class ExpenseDeleteDuplicates2(ExpenseDeleteDuplicates):
                 }
             )
         return {"row_objects": [target, dict(target)], "noise_row_objects": rows + variations}
+
+
+# -- add the reimbursable rows of a Markor note (AndroidWorld's write_to_markor) ---------------------------
+REIMBURSABLE = ". Reimbursable."
+
+
+@register_task
+class ExpenseAddMultipleFromMarkor(_ExpenseAdd):
+    """my_expenses.txt (csv) lists the two targets, their notes marked reimbursable, among 100 others; the
+    reference rows keep their unmarked notes (AndroidWorld's rule compares against them)."""
+
+    name = "ExpenseAddMultipleFromMarkor"
+    app_names = (APP, "markor")
+    complexity = 6
+    n_rows = 2
+    n_noise = 100
+    template = (
+        "Go through the transactions in my_expenses.txt in Markor. Log the reimbursable transactions in the "
+        f"{APP}."
+    )
+
+    @property
+    def goal(self) -> str:
+        return self.template
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        marked = [{**r, "note": r["note"] + REIMBURSABLE} for r in self.params["row_objects"]]
+        rows = marked + self.params["noise_row_objects"]
+        # AndroidWorld shuffles with the unseeded global random at setup; here a generator of the instance.
+        self.rng("shuffle").shuffle(rows)
+        write_note(dev, "my_expenses.txt", rows_as_text(rows, "csv"))
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Open my_expenses.txt in Markor, keep the rows whose note says Reimbursable (their note entered
+        without that mark), then add them as the goal's."""
+        if "rows" not in mem:
+            text = read_note(view, mem, "my_expenses.txt")
+            if not isinstance(text, str):
+                return text
+            ids = {v: k for k, v in CATEGORIES.items()}
+            mem["rows"] = [
+                {"name": name, "amount": round(float(amount.lstrip("$")) * 100), "category": ids[category],
+                 "note": note[: -len(REIMBURSABLE)]}
+                for name, amount, category, note in (ln.split("|") for ln in text.split("\n")[1:] if ln)
+                if note.endswith(REIMBURSABLE)
+            ]
+        return super().expert(view, mem)

@@ -597,3 +597,20 @@ class MarkorMoveNote(_Markor):
                 found = find_note(view, mem, p["source_folder"])
                 return click(found) if isinstance(found, int) else found
         return back()
+
+
+# -- other apps' tasks that read their data from a note (AndroidWorld's write_to_markor) -------------------
+def write_note(dev: DeviceState, name: str, text: str) -> None:
+    """AndroidWorld's write_to_markor after clearing Markor's folder: the text as is (no newline added)."""
+    clear_markor(dev)
+    dev.write_file(f"{MARKOR_DIR}/{name}", text)
+
+
+def read_note(view: View, mem: dict[str, Any], name: str) -> Action | str:
+    """Open note `name` from Markor's notebook root: the next action, or its text once the editor shows it."""
+    s = markor_screen(view)
+    if s == "other":
+        return open_app("Markor")
+    if s == "editor" and view.title == name:
+        return editor_text(view)
+    return open_note(view, mem, name) if s == "list" else back()

@@ -28,6 +28,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.markor import read_note, write_note
 
 APP = "broccoli app"
 # Recipe titles and directions (AndroidWorld's list, in its order).
@@ -448,8 +449,9 @@ class RecipeAddSingleRecipe(_Recipe):
         return 1.0 if ok else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        """FAB -> fill Title..Directions (scrolling the form) -> check icon -> done on the list."""
-        targets = self.params["row_objects"]
+        """FAB -> fill Title..Directions (scrolling the form) -> check icon -> done on the list. The rows are
+        the goal's, or those `mem["rows"]` holds (read from a note)."""
+        targets = mem.get("rows", self.params["row_objects"])
         added = mem.setdefault("added", 0)
         if view.app != PKG:
             return open_app("Broccoli")
@@ -832,3 +834,92 @@ class RecipeDeleteDuplicateRecipes3(_RecipeDeleteNearDuplicates):
     @classmethod
     def same_as_target(cls, r: dict[str, Any], t: dict[str, Any]) -> bool:
         return r["title"] == t["title"] and r["description"] == t["description"]
+
+
+# -- add several recipes: listed in the goal, or in a Markor note (AndroidWorld's write_to_markor) ----------
+def parse_rows(text: str) -> list[dict[str, str]]:
+    """The recipes of a note written by `rows_as_text` (either format), as {goal field: value}."""
+    lines = text.split("\n")
+    if lines[0] == "|".join(GOAL_FIELDS):
+        return [dict(zip(GOAL_FIELDS, ln.split("|"), strict=True)) for ln in lines[1:] if ln]
+    rows: list[dict[str, str]] = []
+    for ln in lines:
+        if ln.startswith("Recipe: "):
+            rows.append({"title": ln[len("Recipe: ") :]})
+        elif ln.startswith(" ") and ": " in ln and rows:
+            key, value = ln.strip().split(": ", 1)
+            rows[-1][key] = value
+    return rows
+
+
+@register_task
+class RecipeAddMultipleRecipes(RecipeAddSingleRecipe):
+    name = "RecipeAddMultipleRecipes"
+    complexity = 6
+    n_rows = 3
+
+
+@register_task
+class RecipeAddMultipleRecipesFromMarkor(RecipeAddMultipleRecipes):
+    """The targets are written to recipes.txt in Markor (goal-text format) instead of the goal."""
+
+    name = "RecipeAddMultipleRecipesFromMarkor"
+    app_names = (APP, "markor")
+    template = "Add the recipes from recipes.txt in Markor to the Broccoli recipe app."
+
+    @property
+    def goal(self) -> str:
+        return self.template.format(**self.params)
+
+    def note_rows(self) -> list[dict[str, Any]]:
+        return self.params["row_objects"]
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        text = rows_as_text(self.note_rows(), self.params["text_representation_type"])
+        write_note(dev, "recipes.txt", text)
+
+    def wanted(self, row: dict[str, str]) -> bool:
+        return True
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Open recipes.txt in Markor and read the recipes off the editor, then add them as the goal's."""
+        if "rows" not in mem:
+            text = read_note(view, mem, "recipes.txt")
+            if not isinstance(text, str):
+                return text
+            mem["rows"] = [r for r in parse_rows(text) if self.wanted(r)]
+        return super().expert(view, mem)
+
+
+@register_task
+class RecipeAddMultipleRecipesFromMarkor2(RecipeAddMultipleRecipesFromMarkor):
+    """recipes.txt lists the targets among 40 recipes of other preparation times, shuffled."""
+
+    name = "RecipeAddMultipleRecipesFromMarkor2"
+    n_noise = 40
+    template = (
+        "Add the recipes from recipes.txt in Markor that take {prep_time} to prepare into the Broccoli "
+        "recipe app."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        prep = rng.choice(PREP_TIMES)
+        targets = distinct_recipes(rng, cls.n_rows, keep=lambda r: r["preparationTime"] == prep)
+        noise = distinct_recipes(rng, cls.n_noise, keep=lambda r: r["preparationTime"] != prep)
+        return {
+            "row_objects": targets,
+            "noise_row_objects": noise,
+            "text_representation_type": rng.choice(["csv", "text_block"]),
+            "prep_time": prep,
+        }
+
+    def note_rows(self) -> list[dict[str, Any]]:
+        # AndroidWorld shuffles with the unseeded global random at setup; here a generator of the instance.
+        rows = self.params["row_objects"] + self.params["noise_row_objects"]
+        self.rng("shuffle").shuffle(rows)
+        return rows
+
+    def wanted(self, row: dict[str, str]) -> bool:
+        return row.get("preparationTime") == self.params["prep_time"]

@@ -386,10 +386,14 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
         return bool(rows) and rows[-1]["start"].date() < WEEK_START
 
-    def compute(self, rows: list[dict[str, Any]]) -> str:
+    def answer_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         cat = self.params["category"]
-        best = [r["miles"] for r in rows if r["category"] == cat and WEEK_START <= r["start"].date() <= TODAY]
-        return str(_meters(max(best))) if best else "0"
+        mine = [r for r in rows if r["category"] == cat and WEEK_START <= r["start"].date() <= TODAY]
+        return [max(mine, key=lambda r: r["miles"])] if mine else []
+
+    def compute(self, rows: list[dict[str, Any]]) -> str:
+        best = self.answer_rows(rows)
+        return str(_meters(best[0]["miles"])) if best else "0"
 
 
 @register_task

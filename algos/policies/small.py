@@ -850,7 +850,7 @@ class SmallPolicy(Policy):
     has_value = True
 
     def __init__(self, d_model: int = 96, layers: int = 2, heads: int = 4, max_elements: int = 48,
-                 max_goal_tokens: int = 160, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
+                 max_goal_tokens: int = 256, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
                  device: str = "cpu", temperature: float = 1.0, app_names: Sequence[str] | None = None,
                  goal_layers: int = 1, memory: int = 0):
         if temperature <= 0:

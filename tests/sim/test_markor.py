@@ -34,6 +34,15 @@ def score(backend):
     return backend.score()
 
 
+def new_file_dialog(backend, name):
+    """Start MarkorCreateNote, open Markor's new-file dialog and type `name`; returns the device."""
+    start(backend, "MarkorCreateNote")
+    act(backend, "open_app", app_name="Markor")
+    act(backend, "click", index=idx(backend, desc="Create a new file or folder"))
+    act(backend, "input_text", index=idx(backend, hint="Name"), text=name)
+    return backend.phone.dev
+
+
 # -- near misses --------------------------------------------------------------------------------------------
 def test_create_note_near_misses(backend):
     task, dev = start(backend, "MarkorCreateNote")
@@ -170,11 +179,7 @@ def test_delete_through_the_ui(backend):
 
 
 def test_new_note_editor_saves_on_back(backend):
-    start(backend, "MarkorCreateNote")
-    dev = backend.phone.dev
-    act(backend, "open_app", app_name="Markor")
-    act(backend, "click", index=idx(backend, desc="Create a new file or folder"))
-    act(backend, "input_text", index=idx(backend, hint="Name"), text="groceries")
+    dev = new_file_dialog(backend, "groceries")
     act(backend, "click", index=idx(backend, text="Plain Text"))
     act(backend, "click", index=idx(backend, text="OK"))
     assert dev.read_file(f"{M}/groceries.txt") == ""  # created empty at once, editor open
@@ -227,3 +232,27 @@ def test_sort_by_date_shows_newest_first(backend):
 def test_expert_run_is_short(backend):
     run = run_expert(backend, "MarkorAddNoteHeader", 11)
     assert run.score == 1.0 and run.steps <= run.max_steps
+
+
+def test_paste_into_a_new_note(backend):
+    dev = new_file_dialog(backend, "pasted.md")
+    dev.clipboard = "pasted text"
+    act(backend, "click", index=idx(backend, text="OK"))
+    editor = next(i for i, e in enumerate(backend.phone.elements()) if e.is_editable)
+    act(backend, "long_press", index=editor)
+    act(backend, "navigate_back")  # closes the keyboard
+    act(backend, "navigate_back")  # then the toolbar, staying in the editor
+    assert backend.phone.find(text="Paste") is None and backend.phone.find(text="pasted.md") is not None
+    act(backend, "long_press", index=editor)
+    act(backend, "click", index=idx(backend, desc="Paste"))
+    assert backend.phone.find(text="Paste") is None  # the toolbar closes
+    act(backend, "navigate_back")  # keyboard
+    act(backend, "navigate_back")  # editor: autosave
+    assert dev.read_file(f"{M}/pasted.md") == "pasted text"
+
+
+def test_new_note_without_extension(backend):
+    dev = new_file_dialog(backend, "plain")
+    act(backend, "input_text", index=idx(backend, hint="Extension"), text="", clear_text=True)
+    act(backend, "click", index=idx(backend, text="OK"))
+    assert dev.exists(f"{M}/plain") and not dev.exists(f"{M}/plain.md")

@@ -65,10 +65,13 @@ MATCHED = [
     "MarkorAddNoteHeader",
     "MarkorChangeNoteContent",
     "MarkorCreateNote",
+    "MarkorCreateNoteAndSms",
+    "MarkorCreateNoteFromClipboard",
     "MarkorDeleteAllNotes",
     "MarkorDeleteNewestNote",
     "MarkorDeleteNote",
     "MarkorEditNote",
+    "MarkorMergeNotes",
     "MarkorMoveNote",
     # joplin (information retrieval)
     "NotesIsTodo",

@@ -5,8 +5,9 @@ import pytest
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.markor import MARKOR_DIR, with_extension
+from voyager_gym.backends.sim.apps.sms import PKG as SMS
 from voyager_gym.backends.sim.expert import run_expert
-from voyager_gym.backends.sim.tasks.markor import top_level_files
+from voyager_gym.backends.sim.tasks.markor import created_file_ok, top_level_files
 
 M = MARKOR_DIR
 
@@ -32,6 +33,15 @@ def act(backend, action_type, **kw):
 
 def score(backend):
     return backend.score()
+
+
+def new_file_dialog(backend, name):
+    """Start MarkorCreateNote, open Markor's new-file dialog and type `name`; returns the device."""
+    start(backend, "MarkorCreateNote")
+    act(backend, "open_app", app_name="Markor")
+    act(backend, "click", index=idx(backend, desc="Create a new file or folder"))
+    act(backend, "input_text", index=idx(backend, hint="Name"), text=name)
+    return backend.phone.dev
 
 
 # -- near misses --------------------------------------------------------------------------------------------
@@ -170,11 +180,7 @@ def test_delete_through_the_ui(backend):
 
 
 def test_new_note_editor_saves_on_back(backend):
-    start(backend, "MarkorCreateNote")
-    dev = backend.phone.dev
-    act(backend, "open_app", app_name="Markor")
-    act(backend, "click", index=idx(backend, desc="Create a new file or folder"))
-    act(backend, "input_text", index=idx(backend, hint="Name"), text="groceries")
+    dev = new_file_dialog(backend, "groceries")
     act(backend, "click", index=idx(backend, text="Plain Text"))
     act(backend, "click", index=idx(backend, text="OK"))
     assert dev.read_file(f"{M}/groceries.txt") == ""  # created empty at once, editor open
@@ -257,3 +263,89 @@ def test_short_note_does_not_scroll(backend):
     act(backend, "open_app", app_name="markor")
     act(backend, "click", index=idx(backend, text="recipes.txt"))
     assert not next(e for e in backend.phone.elements() if e.is_editable).is_scrollable
+
+
+def test_paste_into_a_new_note(backend):
+    dev = new_file_dialog(backend, "pasted.md")
+    dev.clipboard = "pasted text"
+    act(backend, "click", index=idx(backend, text="OK"))
+    editor = next(i for i, e in enumerate(backend.phone.elements()) if e.is_editable)
+    act(backend, "long_press", index=editor)
+    act(backend, "navigate_back")  # closes the keyboard
+    act(backend, "navigate_back")  # then the toolbar, staying in the editor
+    assert backend.phone.find(text="Paste") is None and backend.phone.find(text="pasted.md") is not None
+    act(backend, "long_press", index=editor)
+    act(backend, "click", index=idx(backend, desc="Paste"))
+    assert backend.phone.find(text="Paste") is None  # the toolbar closes
+    act(backend, "navigate_back")  # keyboard
+    act(backend, "navigate_back")  # editor: autosave
+    assert dev.read_file(f"{M}/pasted.md") == "pasted text"
+
+
+def test_new_note_without_extension(backend):
+    dev = new_file_dialog(backend, "plain")
+    act(backend, "input_text", index=idx(backend, hint="Extension"), text="", clear_text=True)
+    act(backend, "click", index=idx(backend, text="OK"))
+    assert dev.exists(f"{M}/plain") and not dev.exists(f"{M}/plain.md")
+
+
+# -- MarkorCreateNoteFromClipboard: AndroidWorld's CreateFile check on the clipboard text -------------------
+def test_create_note_from_clipboard_near_misses(backend):
+    task, dev = start(backend, "MarkorCreateNoteFromClipboard")
+    name, clip = task.params["file_name"], task.params["file_content"]
+    assert dev.clipboard == clip and len(clip) == 10
+    assert dev.listdir(M) == ([], []) and score(backend) == 0.0
+    dev.write_file(f"{M}/{name}", clip[:8] + "##")  # two of ten characters differ: ratio 0.8
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{name}.md", clip)  # the right text under another name
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{name}", clip[:9] + "#")  # one differs: ratio 0.9, accepted as AndroidWorld does
+    assert score(backend) == 1.0
+    dev.write_file(f"{M}/{name}", "\r\n" + clip.upper() + "\n")  # CRs, surrounding newlines and case ignored
+    assert score(backend) == 1.0
+
+
+# -- MarkorMergeNotes: CreateFile on the merged text, then exactly 5 lines with the 2nd and 4th empty --------
+def test_merge_notes_near_misses(backend):
+    task, dev = start(backend, "MarkorMergeNotes")
+    p = task.params
+    c1, c2, c3 = (p[f"file{i}_content"] for i in (1, 2, 3))
+    for i in (1, 2, 3):
+        assert dev.read_file(f"{M}/{p[f'file{i}_name']}") == p[f"file{i}_content"] + "\n"
+    new = f"{M}/{p['new_file_name']}"
+    assert "." not in p["new_file_name"] and score(backend) == 0.0
+    dev.write_file(new, f"{c1}\n{c2}\n{c3}\n")  # no blank lines: the fuzzy check passes, the line check fails
+    assert created_file_ok(dev, p["new_file_name"], f"{c1}\n\n{c2}\n\n{c3}\n") and score(backend) == 0.0
+    dev.write_file(new, f"{c1}\n\n\n{c2}\n\n{c3}\n")  # one blank line too many
+    assert score(backend) == 0.0
+    dev.write_file(new, f"{c2}\n\n{c1}\n\n{c3}\n")  # out of order
+    assert score(backend) == 0.0
+    dev.write_file(new + ".md", f"{c1}\n\n{c2}\n\n{c3}\n")  # Markor's default extension kept
+    assert score(backend) == 0.0
+    dev.write_file(new, f"{c1}\n\n{c2[:-1]}#\n\n{c3}")  # a typo is within the fuzzy match
+    assert score(backend) == 1.0
+    dev.write_file(new, f"\r\n{c1}\r\n\r\n{c2}\r\n\r\n{c3}\r\n\r\n")  # CRs and outer newlines do not count
+    assert score(backend) == 1.0
+
+
+# -- MarkorCreateNoteAndSms: half for the note (MarkorCreateNote), half for the SMS (SimpleSMSSendSms) -------
+def test_create_note_and_sms_scores_each_half(backend):
+    task, dev = start(backend, "MarkorCreateNoteAndSms")
+    p = task.params
+    assert dev.sms == [] and score(backend) == 0.0
+    sms = {"address": p["number"], "body": p["text"], "time_ms": dev.time_ms, "box": "sent", "read": True}
+    dev.sms.append(dict(sms, address=p["number"][:-1]))  # another number
+    dev.foreground = SMS
+    assert score(backend) == 0.0
+    dev.sms.append(dict(sms))
+    assert score(backend) == 0.5  # the SMS alone, Simple SMS in front
+    dev.write_file(f"{M}/{p['file_name']}", p["text"] + "\n")
+    assert score(backend) == 1.0
+    dev.foreground = "net.gsantner.markor"
+    assert score(backend) == 0.5  # the SMS check needs Simple SMS in front
+    dev.foreground = SMS
+    dev.advance(5 * 60 * 1000 + 1)
+    assert score(backend) == 0.5  # sent more than five minutes ago
+    dev.sms.append(dict(sms, time_ms=dev.time_ms))
+    dev.write_file(f"{M}/{p['file_name']}", "another text entirely\n")
+    assert score(backend) == 0.5  # the note's text is wrong

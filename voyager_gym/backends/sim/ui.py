@@ -40,6 +40,7 @@ class Screen:
     """One screen of an app. Subclasses set `title` and implement `build`; state lives in attributes."""
 
     modal: ClassVar[bool] = False  # a dialog drawn over the screen below it
+    paste_for: str | None = None  # the field whose Paste toolbar is open (`make_pasteable`)
 
     def __init__(self) -> None:
         self.focus: str | None = None
@@ -62,6 +63,18 @@ class Screen:
 
     def set_field(self, key: str, value: str) -> None:
         self.fields[key] = value
+
+
+def make_pasteable(screen: Screen, key: str, field: Node) -> None:
+    """A long press on text field `key` focuses it and opens the Paste toolbar (`UI.paste_popup`); the screen
+    keeps which field it is for in `paste_for` (cleared when the text changes or Back is pressed)."""
+
+    def long_click() -> None:
+        screen.focus = key
+        screen.paste_for = key
+
+    field.long_clickable = True
+    field.on_long_click = long_click
 
 
 class App:
@@ -429,6 +442,29 @@ class UI:
             pad=24,
         )
         return node
+
+    def paste_popup(self, key: str, field: Node) -> Node | None:
+        """The text-selection toolbar a long press on field `key` opened (`make_pasteable`): Paste appends the
+        clipboard. Drawn above where the press landed: the field, or the centre of a tall (multiline) one."""
+        screen = self.screen
+        if screen.paste_for != key:
+            return None
+        x0, y0, _, y1 = field.bounds
+        if y1 - y0 > 300:
+            x0, y0 = x0 + PAD, (y0 + y1) // 2
+        top = y0 - 140
+
+        def paste() -> None:
+            screen.set_field(key, screen.field(key) + self.dev.clipboard)
+            screen.paste_for = None
+            screen.focus = key
+
+        rim = Node(w.FRAME, bounds=(x0 - 6, top - 6, x0 + 266, top + 130), bg=(189, 193, 198), radius=16,
+                   a11y=False)  # the toolbar's edge, which its shadow draws on a phone
+        rim.add(Node(w.BUTTON, text="Paste", desc="Paste", bounds=(x0, top, x0 + 260, top + 124), bg=WHITE,
+                     clickable=True, on_click=paste, align="center", size=38,
+                     rid="android:id/floating_toolbar_menu_item_text"))
+        return rim
 
     def button(
         self,

@@ -2,8 +2,8 @@
 
 The notebook lists the folder's sub-folders and notes (sortable by name or date, long-press selects, the
 selection toolbar deletes, moves and renames); the FAB opens the new-file dialog; the editor holds the note in
-one multiline field and saves it when the user leaves (back), taps Save, or renames from the title, as
-Markor's autosave does.
+one multiline field (a long press offers Paste) and saves it when the user leaves (back), taps Save, or
+renames from the title, as Markor's autosave does.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from voyager_gym.backends.sim.ui import (
     WHITE,
     App,
     Screen,
+    make_pasteable,
     register_app,
 )
 from voyager_gym.backends.sim.widgets import SCREEN_W, Node
@@ -516,8 +517,14 @@ class EditorScreen(Screen):
             dev.write_file(self.path, text)
 
     def back(self, ui: UI) -> bool:
+        if self.paste_for is not None:  # Back first dismisses the Paste toolbar
+            self.paste_for = None
+            return True
         self.save(ui.dev)
         return False
+
+    def changed(self, ui: UI, key: str) -> None:
+        self.paste_for = None
 
     def build(self, ui: UI) -> list[Node]:
         dev = ui.dev
@@ -555,7 +562,9 @@ class EditorScreen(Screen):
         field = ui.field(EDITOR_KEY, (0, y, SCREEN_W, ui.bottom), hint="", multiline=True)
         field.border = None
         field.hint = None
-        return [bar, self.scrolling(field)]
+        make_pasteable(self, EDITOR_KEY, field)
+        popup = ui.paste_popup(EDITOR_KEY, field)
+        return [bar, self.scrolling(field)] + ([popup] if popup is not None else [])
 
     def scrolling(self, node: Node) -> Node:
         """A note longer than the rows `node` shows scrolls, half a page a swipe. Its accessibility text stays

@@ -26,6 +26,7 @@ from voyager_gym.backends.sim.ui import (
     WHITE,
     App,
     Screen,
+    make_pasteable,
     register_app,
 )
 from voyager_gym.backends.sim.widgets import SCREEN_W, Node
@@ -96,31 +97,6 @@ def looks_like_number(text: str) -> bool:
     return bool(re.fullmatch(r"\+?[\d\s\-().]{3,}", text.strip())) and len(digits(text)) >= 3
 
 
-def _paste_popup(ui: UI, screen: Screen, key: str, field: Node) -> Node | None:
-    """The text-selection toolbar that a long press on a text field shows: Paste inserts the clipboard."""
-    if getattr(screen, "paste_for", None) != key:
-        return None
-    x0, y0, _, _ = field.bounds
-
-    def paste() -> None:
-        screen.set_field(key, screen.field(key) + ui.dev.clipboard)
-        screen.paste_for = None
-        screen.focus = key
-
-    return Node(w.BUTTON, text="Paste", desc="Paste", bounds=(x0, y0 - 140, x0 + 260, y0 - 16),
-                clickable=True, on_click=paste, bg=WHITE, border=LIGHT, radius=20, align="center", size=38,
-                rid="android:id/floating_toolbar_menu_item_text")
-
-
-def _make_pasteable(screen: Screen, key: str, field: Node) -> None:
-    def long_click() -> None:
-        screen.focus = key
-        screen.paste_for = key
-
-    field.long_clickable = True
-    field.on_long_click = long_click
-
-
 class ConversationsScreen(Screen):
     """The main screen: one row per conversation, the newest first; unread ones in bold."""
 
@@ -165,7 +141,7 @@ class NewConversationScreen(Screen):
         y = ui.below_bar()
         bar = ui.app_bar("New conversation", color=COLOR)
         field = ui.field("recipient", (PAD, y + 24, SCREEN_W - 200, y + 184), hint="Add Contact or Number…")
-        _make_pasteable(self, "recipient", field)
+        make_pasteable(self, "recipient", field)
         confirm = Node(w.IMAGE_BUTTON, desc="Confirm", icon="check", icon_fg=COLOR,
                        bounds=(SCREEN_W - 176, y + 44, SCREEN_W - 56, y + 164), clickable=True,
                        on_click=lambda: self.confirm(ui), rid=f"{PKG}:id/new_conversation_confirm")
@@ -176,7 +152,7 @@ class NewConversationScreen(Screen):
         rows = [(ROW_H + 20, lambda b, c=c: self._contact_row(ui, c, b)) for c in contacts]
         out = [bar, field, confirm,
                ui.list("suggestions", rows, y0=y + 220, empty=None if q else "No contacts found")]
-        popup = _paste_popup(ui, self, "recipient", field)
+        popup = ui.paste_popup("recipient", field)
         if popup is not None:
             out.append(popup)
         return out
@@ -252,7 +228,7 @@ class ThreadScreen(Screen):
         by = bottom - BOTTOM_BAR_H
         panel = Node(w.FRAME, bounds=(0, by, SCREEN_W, bottom), bg=(250, 250, 250), border=LIGHT, a11y=False)
         field = ui.field("message", (24, by + 16, SCREEN_W - 220, bottom - 16), hint="Type a message…")
-        _make_pasteable(self, "message", field)
+        make_pasteable(self, "message", field)
         has_text = bool(self.field("message").strip())
         send = Node(w.BUTTON, text="SMS", desc="Send", icon="send", icon_fg=COLOR if has_text else HINT,
                     bounds=(SCREEN_W - 196, by + 16, SCREEN_W - 24, bottom - 16), clickable=True,
@@ -260,7 +236,7 @@ class ThreadScreen(Screen):
                     align="center", rid=f"{PKG}:id/thread_send_message")
         panel.add(field, send)
         out = [bar, lst, panel]
-        popup = _paste_popup(ui, self, "message", field)
+        popup = ui.paste_popup("message", field)
         if popup is not None:
             out.append(popup)
         return out

@@ -1,8 +1,10 @@
-"""Markor tasks: create, edit, rename, move and delete notes (files under Documents/Markor).
+"""Markor tasks: create (typed, pasted, or merged from three notes), edit, rename, move and delete notes
+(files under Documents/Markor), and a note whose text is then sent by SMS.
 
 Verifiers follow AndroidWorld's file checks: a name "exists" when that exact path is under the folder (file or
 folder), contents fuzzy-match (SequenceMatcher >= 0.9, case-insensitive, CR removed, stripped) except
 MarkorAddNoteHeader's exact match, and MarkorDeleteNewestNote compares the (name, time) list oldest-first.
+MarkorMergeNotes adds AndroidWorld's line check; MarkorCreateNoteAndSms scores half per app.
 Noise notes are generated around the targets the way AndroidWorld varies file names (date prefixes, random or
 fixed suffixes). The word lists are AndroidWorld's.
 """
@@ -22,6 +24,7 @@ from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     done,
@@ -32,6 +35,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.sms import SimpleSmsSend, compose_expert
 
 SENTENCES = vocab.SENTENCES
 # AndroidWorld's usual note titles (noise files vary them) and MarkorMoveNote's folders, in its order.
@@ -107,6 +111,15 @@ def create_file(dev: DeviceState, path: str, content: str, rng: random.Random | 
         content = random_string(rng or random.Random(path), 20)
     dev.write_file(path, content + "\n")
     return content
+
+
+def created_file_ok(dev: DeviceState, name: str, text: str) -> bool:
+    """AndroidWorld's CreateFile check: `name` exists in Markor's folder and its content (CR removed,
+    stripped) fuzzy-matches `text` as given (not stripped)."""
+    if not exists_under(dev, MARKOR_DIR, name):
+        return False
+    content = (dev.read_file(f"{MARKOR_DIR}/{name}") or "").replace("\r", "").strip()
+    return aw_fuzzy_match(content, text)
 
 
 def top_level_files(dev: DeviceState, folder: str = MARKOR_DIR) -> list[tuple[str, int]]:
@@ -190,30 +203,18 @@ class MarkorCreateNote(_Markor):
         clear_storage(dev)
 
     def is_successful(self, dev: DeviceState) -> float:
-        if not exists_under(dev, MARKOR_DIR, self.params["file_name"]):
-            return 0.0
-        return 1.0 if fuzzy_match(dev.read_file(f"{MARKOR_DIR}/{self.params['file_name']}"),
-                                  self.params["text"]) else 0.0
+        return 1.0 if created_file_ok(dev, self.params["file_name"], self.params["text"]) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         return create_note_expert(view, mem, self.params["file_name"], self.params["text"])
 
 
-def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: str) -> Action:
-    """FAB -> name -> OK -> type the text -> Save -> done."""
+def new_file_expert(view: View, file_name: str) -> Action:
+    """A new note named `file_name` is wanted: from the notebook root, FAB -> name -> OK (Markor adds the
+    extension field's text to a name without one)."""
     s = markor_screen(view)
     if s == "other":
         return open_app("Markor")
-    if s == "editor":
-        if view.title != file_name:
-            return back()
-        if not mem.get("typed"):
-            mem["typed"] = True
-            return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), text)
-        if not mem.get("saved"):
-            mem["saved"] = True
-            return click(view.find(desc="Save"))
-        return done()
     if s == "dialog:Create a new file or folder":
         f = view.find(hint="Name", editable=True)
         if view.el(f).text != file_name:
@@ -222,6 +223,60 @@ def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: st
     if s == "list" and view.has(desc="Create a new file or folder") and at_markor_root(view):
         return click(view.find(desc="Create a new file or folder"))
     return back()
+
+
+def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: str) -> Action:
+    """FAB -> name -> OK -> type the text -> Save -> done."""
+    if markor_screen(view) != "editor" or view.title != file_name:
+        return new_file_expert(view, file_name)
+    if not mem.get("typed"):
+        mem["typed"] = True
+        return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), text)
+    if not mem.get("saved"):
+        mem["saved"] = True
+        return click(view.find(desc="Save"))
+    return done()
+
+
+@register_task
+class MarkorCreateNoteFromClipboard(_Markor):
+    """The clipboard holds the text (AndroidWorld sets it through Clipper); the note must hold it too."""
+
+    name = "MarkorCreateNoteFromClipboard"
+    app_names = ("markor", "clipper")
+    complexity = 1.4
+    template = ("Create a note in Markor named {file_name}. Perform a paste operation in the note and save "
+                "the note.")
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(params)
+        if not self.params.get("file_content"):  # as AndroidWorld's constructor fills it in
+            self.params["file_content"] = random_string(self.rng("content"), 20)
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"file_name": random_note_name(rng), "file_content": random_string(rng, 10)}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        dev.clipboard = self.params["file_content"]
+        clear_storage(dev)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if created_file_ok(dev, self.params["file_name"], self.params["file_content"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """New note, long-press the editor, Paste, Save."""
+        name = self.params["file_name"]
+        if markor_screen(view) != "editor" or view.title != name:
+            return new_file_expert(view, name)
+        if mem.get("saved"):
+            return done()
+        if editor_text(view):
+            mem["saved"] = True
+            return click(view.find(desc="Save"))
+        paste = view.find(desc="Paste")
+        return click(paste) if paste is not None else long_press(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"))
 
 
 @register_task
@@ -614,3 +669,116 @@ def read_note(view: View, mem: dict[str, Any], name: str) -> Action | str:
     if s == "editor" and view.title == name:
         return editor_text(view)
     return open_note(view, mem, name) if s == "list" else back()
+
+
+@register_task
+class MarkorMergeNotes(_Markor):
+    """Three notes (20 letters and digits each) merged, in order and a blank line apart, into a new note."""
+
+    name = "MarkorMergeNotes"
+    complexity = 7.8
+    template = ("Merge the contents of Markor notes {file1_name}, {file2_name} and {file3_name} (in the same "
+                "order) into a new Markor note named {new_file_name} and save it. Add a new line between the "
+                "content of each note.")
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        names = [random_note_name(rng) for _ in range(3)]
+        new = random_string(rng, 8)
+        contents = [random_string(rng, 20) for _ in range(3)]
+        return {**{f"file{i + 1}_name": n for i, n in enumerate(names)}, "new_file_name": new,
+                **{f"file{i + 1}_content": c for i, c in enumerate(contents)}}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        clear_storage(dev)
+        for i in (1, 2, 3):
+            create_file(dev, f"{MARKOR_DIR}/{self.params[f'file{i}_name']}", self.params[f"file{i}_content"])
+
+    def is_successful(self, dev: DeviceState) -> float:
+        p = self.params
+        # AndroidWorld's reference text is the three contents a blank line apart, ending with create_file's
+        # newline; then the file itself must be exactly 5 lines with the 2nd and 4th empty.
+        merged = "\n\n".join(p[f"file{i}_content"] for i in (1, 2, 3)) + "\n"
+        if not created_file_ok(dev, p["new_file_name"], merged):
+            return 0.0
+        content = dev.read_file(f"{MARKOR_DIR}/{p['new_file_name']}") or ""
+        lines = content.replace("\r", "").strip().split("\n")
+        return 1.0 if len(lines) == 5 and not lines[1] and not lines[3] else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Note by note from the last: open it and read its text off the editor, then open the new note
+        (created the first time, and renamed to drop the extension Markor adds) and put that text at its top,
+        a blank line above what the note already holds; Save at the end."""
+        p = self.params
+        new = p["new_file_name"]
+        k = mem.setdefault("merged", 0)  # notes typed into the new note so far
+        if k == 3:
+            if mem.get("saved") or not view.has(desc="Save"):
+                return done()
+            mem["saved"] = True
+            return click(view.find(desc="Save"))
+        source = p[f"file{3 - k}_name"]
+        s = markor_screen(view)
+        if s == "other":
+            return open_app("Markor")
+        if source not in mem:
+            if s == "editor" and view.title == source:
+                mem[source] = editor_text(view).strip()
+                return back()
+            return open_note(view, mem, source) if s == "list" else back()
+        if s == "dialog:Rename":
+            return type_into(view.find(hint="Name", editable=True), new)
+        if s == "editor" and (view.title or "").startswith(new + "."):
+            # Markor added its default extension to the new note: rename it from the title
+            return click(view.find(rid_suffix=":id/toolbar_title"))
+        if s != "editor" or view.title != new:
+            if k == 0:
+                return new_file_expert(view, new)
+            return open_note(view, mem, new) if s == "list" else back()
+        below = editor_text(view).rstrip("\n")
+        mem["merged"] = k + 1
+        return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"),
+                         mem[source] + ("\n\n" + below if below else ""))
+
+
+@register_task
+class MarkorCreateNoteAndSms(_Markor):
+    """AndroidWorld's composite: MarkorCreateNote and SimpleSMSSendSms (the note's text to the number), each
+    worth half the score."""
+
+    name = "MarkorCreateNoteAndSms"
+    app_names = ("markor", "simple sms messenger")
+    complexity = 1.8
+    template = ("Create a new note in Markor named {file_name} with the following text: {text}. Share the "
+                "entire content of the note with the phone number {number} via SMS using Simple SMS "
+                "Messenger")
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(params)
+        p = self.params
+        self.markor_task = MarkorCreateNote({"file_name": p["file_name"], "text": p["text"]})
+        self.sms_task = SimpleSmsSend({"number": p["number"], "message": p["text"]})
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        note = MarkorCreateNote.generate_random_params(rng)
+        return {**note, "number": SimpleSmsSend.generate_random_params(rng)["number"]}
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        self.markor_task.initialize(dev)
+        self.sms_task.initialize(dev)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return (self.markor_task.is_successful(dev) + self.sms_task.is_successful(dev)) / 2.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """The note as MarkorCreateNote's expert writes it, then the same text sent from Simple SMS."""
+        if not mem.get("noted"):
+            a = create_note_expert(view, mem.setdefault("note", {}), self.params["file_name"],
+                                   self.params["text"])
+            if a.action_type != "status":
+                return a
+            mem["noted"] = True
+        return compose_expert(view, mem.setdefault("sms", {}), self.params["number"], self.params["text"])

@@ -75,6 +75,11 @@ MATCHED = [
     "RecipeDeleteMultipleRecipes",
     "RecipeDeleteSingleRecipe",
     "RecipeDeleteSingleWithRecipeWithNoise",
+    # retro music
+    "RetroCreatePlaylist",
+    "RetroPlayingQueue",
+    "RetroPlaylistDuration",
+    "RetroSavePlaylist",
     # calendar (add and delete)
     "SimpleCalendarAddOneEvent",
     "SimpleCalendarAddOneEventRelativeDay",

@@ -91,6 +91,11 @@ MATCHED = [
     "RecipeDeleteMultipleRecipesWithNoise",
     "RecipeDeleteSingleRecipe",
     "RecipeDeleteSingleWithRecipeWithNoise",
+    # retro music
+    "RetroCreatePlaylist",
+    "RetroPlayingQueue",
+    "RetroPlaylistDuration",
+    "RetroSavePlaylist",
     # calendar (add and delete)
     "SimpleCalendarAddOneEvent",
     "SimpleCalendarAddOneEventRelativeDay",

@@ -509,6 +509,49 @@ class UI:
             rid=f"{self.app.package}:id/fab",
         )
 
+    def bottom_tabs(
+        self,
+        tabs: Sequence[tuple[str, str]],
+        current: str,
+        on_pick: Callable[[str], Any],
+        accent: tuple[int, int, int],
+        rid_of: Callable[[str], str],
+        rid: str,
+        size: int = 34,
+        height: int = 168,
+    ) -> Node:
+        """A bottom navigation bar of text tabs (label, key) at the bottom of the content area; the current
+        tab is selected, bold and in `accent`; a tab's resource name is `rid_of(key)`."""
+        y1 = self.bottom
+        bar = Node(
+            w.VIEW_GROUP,
+            bounds=(0, y1 - height, SCREEN_W, y1),
+            bg=WHITE,
+            border=LIGHT,
+            absorb=True,
+            rid=rid,
+        )
+        tw = SCREEN_W // len(tabs)
+        for i, (label, key) in enumerate(tabs):
+            sel = key == current
+            bar.add(
+                Node(
+                    w.TEXT,
+                    text=label,
+                    desc=label,
+                    bounds=(i * tw, y1 - height, (i + 1) * tw, y1),
+                    clickable=True,
+                    selected=sel,
+                    on_click=(lambda k=key: on_pick(k)),
+                    align="center",
+                    size=size,
+                    fg=accent if sel else GREY,
+                    bold=sel,
+                    rid=rid_of(key),
+                )
+            )
+        return bar
+
     def dialog_box(self, title: str | None, height: int, message: str | None = None) -> tuple[Node, int]:
         """A centred dialog panel; returns (panel, y of its first free line)."""
         y0 = max(self.top + 200, (self.top + self.bottom) // 2 - height // 2)

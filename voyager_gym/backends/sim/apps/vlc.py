@@ -71,35 +71,9 @@ def add_to_playlist(dev: DeviceState, name: str, files: list[str]) -> dict[str, 
 
 
 def bottom_nav(ui: UI, current: str, on_pick: Any) -> Node:
-    y1 = ui.bottom
-    bar = Node(
-        w.VIEW_GROUP,
-        bounds=(0, y1 - NAV_H, SCREEN_W, y1),
-        bg=WHITE,
-        border=LIGHT,
-        absorb=True,
-        rid=rid("navigation"),
+    return ui.bottom_tabs(
+        TABS, current, on_pick, ORANGE, lambda k: rid(f"nav_{k}"), rid("navigation"), 34, NAV_H
     )
-    tw = SCREEN_W // len(TABS)
-    for i, (label, key) in enumerate(TABS):
-        sel = key == current
-        bar.add(
-            Node(
-                w.TEXT,
-                text=label,
-                desc=label,
-                bounds=(i * tw, y1 - NAV_H, (i + 1) * tw, y1),
-                clickable=True,
-                selected=sel,
-                on_click=(lambda k=key: on_pick(k)),
-                align="center",
-                size=34,
-                fg=ORANGE if sel else GREY,
-                bold=sel,
-                rid=rid(f"nav_{key}"),
-            )
-        )
-    return bar
 
 
 def video_row(ui: UI, path: str, b: w.Bounds, selected: bool, on_click: Any, on_long: Any) -> Node:

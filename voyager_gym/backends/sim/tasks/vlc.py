@@ -83,11 +83,16 @@ def playlist_rows(dev: DeviceState) -> list[tuple[str, str, int]]:
     return [(p["name"], f, i) for p in dev.table(PLAYLISTS) for i, f in enumerate(p["media"])]
 
 
-def verify_playlist(dev: DeviceState, name: str, files: list[str]) -> bool:
-    rows = [r for r in playlist_rows(dev) if fuzzy_match(r[0], name)]
+def playlist_matches(rows: list[tuple[str, str, int]], name: str, files: list[str]) -> bool:
+    """AndroidWorld's verify_playlist over (playlist name, media name, position) rows (VLC, Retro)."""
+    rows = [r for r in rows if fuzzy_match(r[0], name)]
     if len(rows) != len(files):
         return False
     return all(any(r[1] == f and r[2] == i for r in rows) for i, f in enumerate(files))
+
+
+def verify_playlist(dev: DeviceState, name: str, files: list[str]) -> bool:
+    return playlist_matches(playlist_rows(dev), name, files)
 
 
 def write_videos(task: SimTask, dev: DeviceState, files: list[str]) -> None:

@@ -77,9 +77,12 @@ MATCHED = [
     "RecipeDeleteSingleWithRecipeWithNoise",
     # calendar (add and delete)
     "SimpleCalendarAddOneEvent",
+    "SimpleCalendarAddOneEventInTwoWeeks",
     "SimpleCalendarAddOneEventRelativeDay",
     "SimpleCalendarAddOneEventTomorrow",
+    "SimpleCalendarAddRepeatingEvent",
     "SimpleCalendarDeleteEvents",
+    "SimpleCalendarDeleteEventsOnRelativeDay",
     "SimpleCalendarDeleteOneEvent",
     # calendar (information retrieval)
     "SimpleCalendarAnyEventsOnDate",

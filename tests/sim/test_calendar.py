@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.sim.apps.calendar import PKG, events, make_event
+from voyager_gym.backends.sim.apps.calendar import PKG, events, make_event, ts_of
 from voyager_gym.backends.sim.expert import run_expert
 from voyager_gym.backends.sim.tasks.vocab import date_phrasings
 
@@ -14,6 +14,8 @@ ADD_TASKS = [
     "SimpleCalendarAddOneEvent",
     "SimpleCalendarAddOneEventTomorrow",
     "SimpleCalendarAddOneEventRelativeDay",
+    "SimpleCalendarAddOneEventInTwoWeeks",
+    "SimpleCalendarAddRepeatingEvent",
 ]
 
 
@@ -26,7 +28,7 @@ def start(backend, name, seed=7):
 def add_expected(dev, task, **changes):
     p = task.params["row_objects"][0]  # the event to add, as AndroidWorld's params hold it
     row = make_event(dev, p["title"], p["start_ts"], p["end_ts"], p["description"])
-    row.update(changes)
+    row.update({"repeat_interval": p["repeat_interval"], "repeat_rule": p["repeat_rule"], **changes})
     events(dev).append(row)
     return row
 
@@ -46,6 +48,8 @@ def test_add_event_near_misses(backend, name):
         {"title": "Something else entirely"},
         {"description": "A different description"},
         {"location": "Room 5"},
+        {"repeat_interval": "other"},
+        {"repeat_rule": "other"},
     ):
         task, dev = start(backend, name)
         p = task.params["row_objects"][0]
@@ -53,6 +57,10 @@ def test_add_event_near_misses(backend, name):
             change = {"end_ts": p["end_ts"] + 15 * 60}
         elif "start_ts" in change:
             change = {"start_ts": p["start_ts"] + 86400, "end_ts": p["end_ts"] + 86400}  # the wrong day
+        elif "repeat_interval" in change:  # daily for weekly, weekly for a one-off or daily
+            change = {"repeat_interval": 86400 if p["repeat_interval"] == 604800 else 604800}
+        elif "repeat_rule" in change:  # another weekday bit, or a bit where AndroidWorld expects none
+            change = {"repeat_rule": (p["repeat_rule"] << 1) % 127 or 1}
         add_expected(dev, task, **change)
         assert task.is_successful(dev) == 0.0, change
 
@@ -192,3 +200,84 @@ def test_expert_trajectory_adds_exactly_one_row(backend):
     assert run.score == 1.0
     dev = backend.phone.dev
     assert len(events(dev)) == len(backend.task.before) + 1
+
+
+def test_add_event_in_two_weeks_is_on_october_29(backend):
+    for seed in range(5):
+        task, _ = start(backend, "SimpleCalendarAddOneEventInTwoWeeks", seed)
+        assert task.params["day"] == 29 and "in two weeks from today" in task.goal
+
+
+def test_repeating_event_params(backend):
+    kinds = set()
+    for seed in range(12):
+        task, _ = start(backend, "SimpleCalendarAddRepeatingEvent", seed)
+        p = task.params
+        e = p["row_objects"][0]
+        kinds.add(p["repeat_rule"])
+        weekday = dt.date(2023, 10, p["day"]).weekday()  # Monday 0
+        if p["repeat_rule"] == "weekly":
+            assert (e["repeat_interval"], e["repeat_rule"]) == (604800, 1 << weekday)
+        else:
+            assert (p["repeat_rule"], e["repeat_interval"], e["repeat_rule"]) == ("daily", 86400, 0)
+        assert f"recurs {p['repeat_rule']}, forever" in task.goal
+    assert kinds == {"daily", "weekly"}
+
+
+def _node(backend, **find):
+    return next(n for n in backend.phone.element_nodes() if all(getattr(n, k) == v for k, v in find.items()))
+
+
+def _type(backend, text):
+    title = _node(backend, rid=f"{PKG}:id/title")
+    backend.execute(Action("input_text", x=title.center[0], y=title.center[1], text=text, clear_text=True))
+
+
+def test_repetition_through_the_editor(backend):
+    """Weekly selects the start's weekday (Sunday 15 October: bit 64) and follows a start moved to another
+    weekday; the row saves interval and rule; daily keeps the rule; the editor shows a saved series."""
+    task, dev = start(backend, "SimpleCalendarAddOneEvent")
+    backend.execute(Action("open_app", app_name="Simple Calendar Pro"))
+    _click(backend, desc="New Event")
+    _type(backend, "Standup")
+    _click(backend, text="Repetition")
+    _click(backend, text="Weekly")
+    assert backend.phone.find(text="Weekly") is not None and backend.phone.find(text="Forever") is not None
+    assert _node(backend, desc="Sunday").checked and not _node(backend, desc="Monday").checked
+    _click(backend, text="Sun, Oct 15, 2023")
+    _click(backend, desc="17 October 2023")
+    _click(backend, text="OK")
+    assert _node(backend, desc="Tuesday").checked and not _node(backend, desc="Sunday").checked
+    _click(backend, desc="Friday")  # a second day
+    _click(backend, desc="Save")
+    row = events(dev)[-1]
+    assert (row["title"], row["repeat_interval"], row["repeat_rule"]) == ("Standup", 604800, 2 | 16)
+    assert row["start_ts"] == ts_of(dt.date(2023, 10, 17), 16)
+    backend.execute(Action("open_app", app_name="Simple Calendar Pro"))
+    _click(backend, desc="New Event")
+    _click(backend, text="Repetition")
+    _click(backend, text="Daily")
+    _type(backend, "Gym")
+    _click(backend, desc="Save")
+    row = events(dev)[-1]
+    assert (row["title"], row["repeat_interval"], row["repeat_rule"]) == ("Gym", 86400, 0)
+
+
+def test_delete_events_on_relative_day(backend):
+    for seed in range(6):
+        task, dev = start(backend, "SimpleCalendarDeleteEventsOnRelativeDay", seed)
+        p = task.params
+        day = dt.date(2023, 10, p["day"])
+        assert 16 <= p["day"] <= 21 and p["day_of_week"] == day.strftime("%A")
+        assert task.goal.endswith(f"delete all events scheduled for this {p['day_of_week']}.")
+        assert len(task.target_ids) == 2 and len(events(dev)) == 22
+        on_day = [r["id"] for r in events(dev) if r["start_ts"] // 86400 == ts_of(day) // 86400]
+        assert sorted(on_day) == sorted(task.target_ids)
+    ids = task.target_ids
+    events(dev)[:] = [r for r in events(dev) if r["id"] != ids[0]]
+    assert task.is_successful(dev) == 0.0  # one of two left
+    events(dev)[:] = [r for r in events(dev) if r["id"] != ids[1]]
+    assert task.is_successful(dev) == 1.0
+    events(dev).pop(0)  # and another day's event
+    assert task.is_successful(dev) == 0.0
+

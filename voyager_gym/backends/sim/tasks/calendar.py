@@ -1,8 +1,9 @@
-"""Simple Calendar Pro tasks: add an event (absolute date, tomorrow, this weekday), delete one event or a
-day's events, and the calendar information-retrieval questions. Verifiers read `dev.table("events")` with
-AndroidWorld's rules: an add needs the expected row (title/location/description fuzzy, times exact), exactly
-one more row and every earlier row unchanged; a delete needs exactly the target rows gone; questions compare
-the `answer` text with the titles (or location) computed from the seeded events.
+"""Simple Calendar Pro tasks: add an event (absolute date, tomorrow, this weekday, in two weeks, a daily or
+weekly series), delete one event or a day's events, and the calendar information-retrieval questions.
+Verifiers read `dev.table("events")` with AndroidWorld's rules: an add needs the expected row
+(title/location/description fuzzy, times and repetition exact), exactly one more row and every earlier row
+unchanged; a delete needs exactly the target rows gone; questions compare the `answer` text with the titles
+(or location) computed from the seeded events.
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ from collections.abc import Callable
 from typing import Any
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.sim.apps.calendar import PKG, dt_of, events, long_date, make_event, ts_of
+from voyager_gym.backends.sim.apps.calendar import (
+    PKG,
+    REPEATS,
+    dt_of,
+    events,
+    long_date,
+    make_event,
+    repeat_label,
+    ts_of,
+    weekday_bit,
+)
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
@@ -280,8 +291,8 @@ class _AddEvent(SimTask):
                 and fuzzy_match(r["title"], p["title"])
                 and fuzzy_match(r.get("location", ""), p["location"])
                 and fuzzy_match(r.get("description", ""), p["description"])
-                and r.get("repeat_interval", 0) == 0
-                and r.get("repeat_rule", 0) == 0
+                and r.get("repeat_interval", 0) == p["repeat_interval"]
+                and r.get("repeat_rule", 0) == p["repeat_rule"]
             )
 
         if not any(matches(r) for r in after):
@@ -298,6 +309,8 @@ class _AddEvent(SimTask):
             return self._fill(view, mem, start, end)
         if view.has(text="Type in time"):
             return self._time_dialog(view, mem)
+        if view.has(text="Daily", cls="CheckBox"):  # the Repetition dialog
+            return click(view.find(text=repeat_label(e["repeat_interval"]), cls="CheckBox"))
         if view.has(rid="android:id/date_picker_header_date"):
             want = mem.get("date_target")
             cell = view.find(desc=want.strftime("%d %B %Y")) if want else None
@@ -317,24 +330,41 @@ class _AddEvent(SimTask):
         return click(view.find(desc="New Event"))
 
     def _fill(self, view: View, mem: dict[str, Any], start: dt.datetime, end: dt.datetime) -> Action:
+        """Fix the first wrong field of the editor, top to bottom, then save. A field scrolled out of view
+        that was seen right (noted in `mem["form_ok"]`) is not scrolled back to."""
         p = self.params
+        ok: set = mem.setdefault("form_ok", set())
+        form = view.find(rid=f"{PKG}:id/form")
         for key, want in (("title", p["event_title"]), ("description", p["event_description"])):
             i = view.find(rid=f"{PKG}:id/{key}")
             if i is None:
-                return scroll("up", view.find(rid=f"{PKG}:id/form"))
+                if key in ok:
+                    continue
+                return scroll("up", form)
             if (view.el(i).text or "").strip() != want:
                 return type_into(i, want)
+            ok.add(key)
         for which, target in (("start", start), ("end", end)):
             di = view.find(rid=f"{PKG}:id/event_{which}_date")
             ti = view.find(rid=f"{PKG}:id/event_{which}_time")
             if di is None or ti is None:
-                return scroll("down", view.find(rid=f"{PKG}:id/form"))
+                if which in ok:
+                    continue
+                return scroll("down", form)
             if view.el(di).text != long_date(target.date()):
                 mem["date_target"] = target.date()
                 return click(di)
             if view.el(ti).text != target.strftime("%H:%M"):
                 mem["time_target"] = target
                 return click(ti)
+            ok.add(which)
+        want = repeat_label(p["row_objects"][0]["repeat_interval"])
+        rep = view.find(rid=f"{PKG}:id/event_repetition")
+        if rep is None and want != repeat_label(0):  # a new event starts without repetition
+            return scroll("down", form)
+        shown = [j for j in view.find_all(rid="summary") if rep is not None and j > rep]
+        if rep is not None and (not shown or view.el(shown[0]).text != want):
+            return click(rep)
         mem["saved"] = True
         return click(view.find(desc="Save"))
 
@@ -376,6 +406,39 @@ class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
         "'{event_title}' and the description '{event_description}'. The event should last for "
         "{duration_mins} mins."
     )
+
+
+@register_task
+class SimpleCalendarAddOneEventInTwoWeeks(_AddEvent):
+    name = "SimpleCalendarAddOneEventInTwoWeeks"
+    first_day = last_day = 29
+    template = (
+        "In Simple Calendar Pro, create a calendar event in two weeks from today at {hour}h with the title "
+        "'{event_title}' and the description '{event_description}'. The event should last for "
+        "{duration_mins} mins."
+    )
+
+
+@register_task
+class SimpleCalendarAddRepeatingEvent(_AddEvent):
+    """A daily or weekly series, forever: the row also needs AndroidWorld's repeat_interval (seconds) and
+    repeat_rule (0 for daily, the start's weekday bit for weekly)."""
+
+    name = "SimpleCalendarAddRepeatingEvent"
+    template = (
+        "In Simple Calendar Pro, create a recurring calendar event titled '{event_title}' starting on "
+        "{year}-{month}-{day} at {hour}h. The event recurs {repeat_rule}, forever, and lasts for "
+        "{duration_mins} minutes each occurrence. The event description should be '{event_description}'."
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        e = gen_event(rng, cls.first_day, cls.last_day)
+        interval = rng.choice(["daily", "weekly"])
+        rule = weekday_bit(dt_of(e["start_ts"]).date()) if interval == "weekly" else 0
+        e = {**e, "repeat_interval": REPEATS[interval.capitalize()], "repeat_rule": rule}
+        noise = noise_events(rng, rng.randint(0, 20), lambda c: c["title"] != e["title"])
+        return {**event_params(e), "row_objects": [e], "noise_row_objects": noise, "repeat_rule": interval}
 
 
 # -- delete tasks ------------------------------------------------------------------------------------------
@@ -439,12 +502,13 @@ class SimpleCalendarDeleteOneEvent(_DeleteEvents):
 class SimpleCalendarDeleteEvents(_DeleteEvents):
     name = "SimpleCalendarDeleteEvents"
     complexity = 1.4
+    first_day, last_day = 15, 31
     template = "In Simple Calendar Pro, delete all the calendar events on {year}-{month}-{day}"
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         # AndroidWorld draws a whole event only to pick the day, then the targets on that day.
-        day = dt_of(gen_event(rng)["start_ts"]).day
+        day = dt_of(gen_event(rng, cls.first_day, cls.last_day)["start_ts"]).day
         targets = [gen_event(rng, day, day) for _ in range(cls.n_rows)]
         noise = noise_events(rng, cls.n_noise, lambda c: dt_of(c["start_ts"]).day != day)
         return {"year": 2023, "month": 10, "day": day, "row_objects": targets, "noise_row_objects": noise}
@@ -459,6 +523,22 @@ class SimpleCalendarDeleteEvents(_DeleteEvents):
             return act
         rows = view.find_all(rid=f"{PKG}:id/event_item_title")
         return click(rows[0]) if rows else done()
+
+
+@register_task
+class SimpleCalendarDeleteEventsOnRelativeDay(SimpleCalendarDeleteEvents):
+    """Delete the two events of "this <weekday>" (Monday 16 to Saturday 21 October)."""
+
+    name = "SimpleCalendarDeleteEventsOnRelativeDay"
+    complexity = 1.2
+    n_rows = 2
+    first_day, last_day = 16, 21
+    template = "In Simple Calendar Pro, delete all events scheduled for this {day_of_week}."
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        p = super().generate_random_params(rng)
+        return {**p, "day_of_week": dt.date(2023, 10, p["day"]).strftime("%A")}
 
 
 # -- information retrieval (params and their vocabularies: tasks/ir_vocab.py) -------------------------------
@@ -693,3 +773,4 @@ class SimpleCalendarNextEvent(_CalendarIR):
             return answer_once(mem, "")
         first = min(s for s, _ in upcoming)
         return answer_once(mem, ", ".join(t for s, t in upcoming if s == first))
+

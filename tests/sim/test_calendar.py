@@ -281,3 +281,108 @@ def test_delete_events_on_relative_day(backend):
     events(dev).pop(0)  # and another day's event
     assert task.is_successful(dev) == 0.0
 
+
+IR_TITLE_TASKS = [
+    "SimpleCalendarEventOnDateAtTime",
+    "SimpleCalendarEventsInNextWeek",
+    "SimpleCalendarEventsInTimeRange",
+    "SimpleCalendarFirstEventAfterStartTime",
+]
+
+
+@pytest.mark.parametrize("name", IR_TITLE_TASKS + ["SimpleCalendarNextMeetingWithPerson"])
+def test_new_ir_noise_avoids_exactly_the_targets(backend, name):
+    """Of the seeded events, exactly the targets meet AndroidWorld's exclusion conditions."""
+    for seed in range(8):
+        task, dev = start(backend, name, seed)
+        targets = task.target_events()
+        assert len(events(dev)) == 75 + len(targets)
+        hit = sorted((e["title"], e["start_ts"]) for e in events(dev) if task.excluded(e))
+        assert hit == sorted((e["title"], e["start_ts"]) for e in targets), seed
+
+
+@pytest.mark.parametrize("name", IR_TITLE_TASKS)
+def test_new_ir_title_answers(backend, name):
+    task, dev = start(backend, name)
+    expected = task.expected()
+    dev.interaction_cache = ", ".join(expected)
+    assert task.is_successful(dev) == 1.0
+    dev.interaction_cache = ", ".join(expected + ["Meeting with Bob"])
+    assert task.is_successful(dev) == 0.0
+    dev.interaction_cache = ", ".join(expected[:-1]) or "Meeting with Bob"
+    assert task.is_successful(dev) == 0.0
+
+
+def _ev(day, hh, mm, minutes):
+    s = ts_of(day, hh, mm)
+    return {"title": "x", "start_ts": s, "end_ts": s + 60 * minutes}
+
+
+def test_ir_exclusion_boundaries(backend):
+    """Each condition on both sides of its boundary (AndroidWorld compares inclusively)."""
+    task, _ = start(backend, "SimpleCalendarEventOnDateAtTime")
+    task.params.update(time="3:15pm")
+    d = task.the_day()
+    assert task.excluded(_ev(d, 14, 45, 30))  # ends at 15:15
+    assert not task.excluded(_ev(d, 14, 44, 30))  # ends a minute before
+    assert task.excluded(_ev(d, 15, 15, 15)) and not task.excluded(_ev(d, 15, 16, 15))
+
+    task, _ = start(backend, "SimpleCalendarFirstEventAfterStartTime")
+    task.params.update(time="4pm")
+    d = task.the_day()
+    assert task.excluded(_ev(d, 15, 30, 30))  # ends at 16:00
+    assert not task.excluded(_ev(d, 15, 29, 30))
+    assert not task.excluded(_ev(d + dt.timedelta(days=1), 17, 0, 30))  # another day
+
+    task, _ = start(backend, "SimpleCalendarEventsInTimeRange")
+    task.params.update(start_time="4:15pm")
+    d = task.the_day()
+    assert task.excluded(_ev(d, 15, 45, 30)) and not task.excluded(_ev(d, 15, 44, 30))
+    assert task.excluded(_ev(d, 20, 0, 30)) and not task.excluded(_ev(d, 20, 1, 30))
+
+    task, _ = start(backend, "SimpleCalendarEventsInNextWeek")
+    oct_ = dt.date(2023, 10, 1)
+    assert task.excluded(_ev(oct_.replace(day=22), 23, 0, 45))
+    assert not task.excluded(_ev(oct_.replace(day=23), 0, 0, 45))
+    assert task.excluded(_ev(oct_.replace(day=14), 23, 50, 30))  # ends on the 15th
+    assert not task.excluded(_ev(oct_.replace(day=14), 23, 0, 45))
+
+    task, _ = start(backend, "SimpleCalendarNextMeetingWithPerson")
+    person, d = task.params["person"], task.day
+    assert task.excluded({**_ev(d, 9, 0, 30), "title": f"Lunch with {person.lower()}"})
+    assert not task.excluded({**_ev(d + dt.timedelta(days=1), 9, 0, 30), "title": f"Lunch with {person}"})
+    assert not task.excluded({**_ev(d, 9, 0, 30), "title": "Lunch with Bob"})
+
+
+def test_next_meeting_answer_is_a_date_and_time(backend):
+    task, dev = start(backend, "SimpleCalendarNextMeetingWithPerson")
+    e = task.target_events()[0]
+    assert e["title"] == f"Drinks with {task.params['person']}" and e["end_ts"] - e["start_ts"] == 1800
+    when = dt.datetime.fromtimestamp(e["start_ts"], dt.UTC)
+    for answer, score in (
+        (when.strftime("%B %d %Y %H:%M"), 1.0),
+        (when.strftime("%B %-d %Y %H:%M"), 1.0),
+        ((when + dt.timedelta(minutes=1)).strftime("%B %d %Y %H:%M"), 0.0),
+        ((when + dt.timedelta(days=1)).strftime("%B %d %Y %H:%M"), 0.0),
+        (when.strftime("%B %d %Y"), 0.0),
+        (when.strftime("%B %d %Y %I:%M%p"), 0.0),
+        (e["title"], 0.0),
+    ):
+        dev.interaction_cache = answer
+        assert task.is_successful(dev) == score, answer
+
+
+def test_next_week_list_view_expert(backend):
+    """The expert switches to the simple event list, which opens at today, and answers the week's titles."""
+    run = run_expert(backend, "SimpleCalendarEventsInNextWeek", 4)
+    assert run.score == 1.0 and run.steps <= 6
+    assert backend.phone.dev.data(PKG)["view"] == "list"
+
+
+def test_row_span_reads_day_view_times():
+    from voyager_gym.backends.sim.tasks.calendar import row_span
+
+    assert row_span("09:00 - 09:30") == (540, 570)
+    assert row_span("23:30 - 00:15") == (1410, 1455)  # ends after midnight
+    assert row_span("Oct 19, 23:30 - 00:15") == (-1, 15)  # began the day before
+    assert row_span("All-day") == (0, 1440)

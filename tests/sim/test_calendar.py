@@ -386,3 +386,36 @@ def test_row_span_reads_day_view_times():
     assert row_span("23:30 - 00:15") == (1410, 1455)  # ends after midnight
     assert row_span("Oct 19, 23:30 - 00:15") == (-1, 15)  # began the day before
     assert row_span("All-day") == (0, 1440)
+
+
+def test_views_show_every_occurrence_of_a_series(backend):
+    """A weekly series on Tuesdays and Fridays from 17 October shows on those days only, from its start on,
+    at its time; a daily one every day; a one-off on its day alone. Tapping an occurrence opens the series."""
+    from voyager_gym.backends.sim.apps.calendar import events_on
+
+    task, dev = start(backend, "SimpleCalendarAddOneEvent")
+    events(dev).clear()
+    d = dt.date(2023, 10, 17)
+    weekly = make_event(dev, "Standup", ts_of(d, 9), ts_of(d, 9, 30))
+    weekly.update(repeat_interval=604800, repeat_rule=2 | 16)
+    daily = make_event(dev, "Gym", ts_of(d, 23, 30), ts_of(d + dt.timedelta(days=1), 0, 15))
+    daily.update(repeat_interval=86400)
+    once = make_event(dev, "Dentist", ts_of(d, 12), ts_of(d, 13))
+    events(dev).extend([weekly, daily, once])
+
+    def titles(day):
+        return [e["title"] for e in events_on(dev, dt.date(2023, 10, day))]
+
+    assert titles(17) == ["Standup", "Dentist", "Gym"]
+    assert titles(20) == ["Gym", "Standup", "Gym"]  # Friday: yesterday's 23:30 Gym runs past midnight
+    assert titles(24) == ["Gym", "Standup", "Gym"] and titles(18) == ["Gym", "Gym"]
+    assert titles(10) == [] and titles(16) == []  # before the series began
+    assert [e["start_ts"] for e in events_on(dev, dt.date(2023, 10, 24)) if e["title"] == "Standup"] == [
+        ts_of(dt.date(2023, 10, 24), 9)
+    ]
+    backend.execute(Action("open_app", app_name="Simple Calendar Pro"))
+    cells = [n for n in backend.phone.element_nodes() if n.text == "24" and n.rid == f"{PKG}:id/month_day"]
+    backend.execute(Action("click", x=cells[-1].center[0], y=cells[-1].center[1]))
+    assert backend.phone.find(text="09:00 - 09:30") is not None
+    _click(backend, text="Standup")
+    assert backend.phone.find(text="Weekly") is not None and backend.phone.find(text="Tue, Oct 17, 2023")

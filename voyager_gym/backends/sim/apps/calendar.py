@@ -6,7 +6,8 @@ location, description, start_ts and end_ts (seconds, UTC), repeat_interval, repe
 The editor's Repetition dialog sets the series fields as Simple Calendar does: repeat_interval in seconds
 (daily 86400, weekly 604800, monthly 2592001, yearly 31536000), repeat_rule the weekday bits of a weekly
 series (Monday 1 ... Sunday 64, the start day's bit by default) or 1 (same day) for monthly and yearly; a
-series repeats forever. The views list a series once, at its first occurrence.
+series repeats forever. The month and day views show every occurrence of a series; the event list and
+search show it once, at its first occurrence.
 """
 
 from __future__ import annotations
@@ -104,10 +105,43 @@ def repeat_label(interval: int) -> str:
     return next((k for k, v in REPEATS.items() if v == interval), f"Every {interval // 86400} days")
 
 
+def recurs_on(e: dict[str, Any], first: dt.date, c: dt.date) -> bool:
+    """Whether series `e`, first on day `first`, has an occurrence starting on day `c` (>= first)."""
+    interval = e["repeat_interval"]
+    if interval == REPEATS["Weekly"]:
+        return bool(e.get("repeat_rule", 0) & weekday_bit(c))
+    if interval == REPEATS["Monthly"]:
+        return c.day == first.day
+    if interval == REPEATS["Yearly"]:
+        return (c.month, c.day) == (first.month, first.day)
+    return (c - first).days % max(1, interval // 86400) == 0
+
+
+def occurrences(rows: list[dict[str, Any]], first: dt.date, last: dt.date) -> list[dict[str, Any]]:
+    """The rows as the views show them around days `first`..`last`: a one-off as it is, a series as one copy
+    per occurrence starting from the day before `first` to `last` (a copy keeps the series' id, so tapping
+    it opens the series)."""
+    out = []
+    for e in rows:
+        if not e.get("repeat_interval"):
+            out.append(e)
+            continue
+        start = dt_of(e["start_ts"]).date()
+        c = max(start, first - dt.timedelta(days=1))
+        while c <= last:
+            if recurs_on(e, start, c):
+                shift = (c - start).days * 86400
+                out.append({**e, "start_ts": e["start_ts"] + shift, "end_ts": e["end_ts"] + shift})
+            c += dt.timedelta(days=1)
+    return out
+
+
 def events_on(dev: DeviceState, d: dt.date) -> list[dict[str, Any]]:
-    """Events shown on day `d`: those overlapping it (an event ending at 00:00 belongs to its start day)."""
+    """Events shown on day `d`: those overlapping it (an event ending at 00:00 belongs to its start day),
+    each occurrence of a series included."""
     lo, hi = ts_of(d), ts_of(d + dt.timedelta(days=1))
-    out = [e for e in events(dev) if e["start_ts"] < hi and (e["end_ts"] > lo or e["start_ts"] >= lo)]
+    rows = occurrences(events(dev), d, d)
+    out = [e for e in rows if e["start_ts"] < hi and (e["end_ts"] > lo or e["start_ts"] >= lo)]
     return sorted(out, key=lambda e: (e["start_ts"], e["end_ts"], e["id"]))
 
 
@@ -233,7 +267,8 @@ class MonthScreen(Screen):
         start = first - dt.timedelta(days=(first.weekday() + 1) % 7)
         today = dev.now.date()
         by_day: dict[dt.date, list[dict[str, Any]]] = {}
-        for e in sorted(events(dev), key=lambda e: (e["start_ts"], e["id"])):
+        shown = occurrences(events(dev), start, start + dt.timedelta(days=41))
+        for e in sorted(shown, key=lambda e: (e["start_ts"], e["id"])):
             d = dt_of(e["start_ts"]).date()
             end_d = dt_of(max(e["start_ts"], e["end_ts"] - 1)).date()
             while d <= end_d and d < start + dt.timedelta(days=42):

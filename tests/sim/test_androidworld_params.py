@@ -98,15 +98,23 @@ MATCHED = [
     "RetroSavePlaylist",
     # calendar (add and delete)
     "SimpleCalendarAddOneEvent",
+    "SimpleCalendarAddOneEventInTwoWeeks",
     "SimpleCalendarAddOneEventRelativeDay",
     "SimpleCalendarAddOneEventTomorrow",
+    "SimpleCalendarAddRepeatingEvent",
     "SimpleCalendarDeleteEvents",
+    "SimpleCalendarDeleteEventsOnRelativeDay",
     "SimpleCalendarDeleteOneEvent",
     # calendar (information retrieval)
     "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventOnDateAtTime",
+    "SimpleCalendarEventsInNextWeek",
+    "SimpleCalendarEventsInTimeRange",
     "SimpleCalendarEventsOnDate",
+    "SimpleCalendarFirstEventAfterStartTime",
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
+    "SimpleCalendarNextMeetingWithPerson",
     # sms
     "SimpleSmsReply",
     "SimpleSmsReplyMostRecent",
@@ -134,9 +142,14 @@ INIT_MATCHED = [
     "NotesRecipeIngredientCount",
     "NotesTodoItemCount",
     "SimpleCalendarAnyEventsOnDate",
+    "SimpleCalendarEventOnDateAtTime",
+    "SimpleCalendarEventsInNextWeek",
+    "SimpleCalendarEventsInTimeRange",
     "SimpleCalendarEventsOnDate",
+    "SimpleCalendarFirstEventAfterStartTime",
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
+    "SimpleCalendarNextMeetingWithPerson",
     "SportsTrackerActivitiesCountForWeek",
     "SportsTrackerActivitiesOnDate",
     "SportsTrackerActivityDuration",
@@ -195,6 +208,8 @@ def _aw_drawn_state(name, state):
         return [(n["title"], n["body"]) for n in s["notes_app"]["notes"]]
     if name == "SimpleCalendarAnyEventsOnDate":
         return [(e["start_time"], e["title"]) for e in s["calendar"]["events"]]
+    if name == "SimpleCalendarEventsInNextWeek":
+        return [(e["start_date"], e["start_time"], e["title"]) for e in s["calendar"]["events"]]
     if name.startswith("SportsTracker"):
         acts = s["sports_activity_app"]["sports_activities"]
         return [{("distance" if k == "total_distance" else k): v for k, v in a.items()} for a in acts]
@@ -218,6 +233,7 @@ def _aw_drawn_state(name, state):
         ("SimpleCalendarAnyEventsOnDate", "events"),
         ("TasksCompletedTasksForDate", "rows"),
         ("TasksDueNextWeek", "rows"),
+        ("SimpleCalendarEventsInNextWeek", "events"),
         ("TasksDueOnDate", "rows"),
         ("TasksIncompleteTasksOnDate", "rows"),
         ("SportsTrackerActivitiesCountForWeek", "activities"),

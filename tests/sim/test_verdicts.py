@@ -118,6 +118,13 @@ def test_sms_resend_number_rule(backend):
         ("Conference room B", "Conference Room B", "string", None, True),
         ("Room B, Floor 2", "Room B, Floor 2", "string", None, False),  # a comma inside one answer
         ("True", "True", "string", None, True),
+        ("October 27 2023 15:15", "October 27 2023 15:15", "datetime", None, True),
+        ("october 27 2023 15:15", "October 27 2023 15:15", "datetime", None, True),  # month name any case
+        ("October 27 2023 15:16", "October 27 2023 15:15", "datetime", None, False),
+        ("October 27 2023 3:15pm", "October 27 2023 15:15", "datetime", None, False),  # 24-hour only
+        ("Oct 27 2023 15:15", "October 27 2023 15:15", "datetime", None, False),
+        ("October 27 2023", "October 27 2023 15:15", "datetime", None, False),
+        ("October 27 2023 15:15,", "October 27 2023 15:15", "datetime", None, False),
     ],
 )
 def test_check_answer_rule(answer, expected, match, tol, ok):
@@ -129,6 +136,11 @@ IR_TASKS = [
     "SimpleCalendarAnyEventsOnDate",
     "SimpleCalendarLocationOfEvent",
     "SimpleCalendarNextEvent",
+    "SimpleCalendarEventOnDateAtTime",
+    "SimpleCalendarEventsInNextWeek",
+    "SimpleCalendarEventsInTimeRange",
+    "SimpleCalendarFirstEventAfterStartTime",
+    "SimpleCalendarNextMeetingWithPerson",
     "TasksDueOnDate",
     "TasksIncompleteTasksOnDate",
     "TasksHighPriorityTasks",
@@ -189,6 +201,7 @@ def test_ir_answers_follow_check_agent_answer(backend, name):
         "TasksCompletedTasksForDate",
         "SportsTrackerActivitiesOnDate",
         "SimpleCalendarAnyEventsOnDate",
+        "SimpleCalendarEventsInNextWeek",
     ):
         assert seen_multi, "no instance with several answers was drawn"
 

@@ -3,6 +3,11 @@ and the event editor with date/time picker dialogs, a check (save) button and de
 
 Events live in `dev.table("events")` as AndroidWorld's verifier reads them from events.db: id, title,
 location, description, start_ts and end_ts (seconds, UTC), repeat_interval, repeat_rule, flags (1 = all-day).
+The editor's Repetition dialog sets the series fields as Simple Calendar does: repeat_interval in seconds
+(daily 86400, weekly 604800, monthly 2592001, yearly 31536000), repeat_rule the weekday bits of a weekly
+series (Monday 1 ... Sunday 64, the start day's bit by default) or 1 (same day) for monthly and yearly; a
+series repeats forever. The month and day views show every occurrence of a series; the event list and
+search show it once, at its first occurrence.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ COLOR = (245, 124, 0)
 UTC = dt.UTC
 EVENT_COLORS = ((66, 133, 244), (15, 157, 88), (219, 68, 55), (171, 71, 188), (0, 150, 136))
 WEEKDAYS = "SMTWTFS"
+# Simple Calendar's repetition choices: label -> repeat_interval (seconds).
+REPEATS = {"No repetition": 0, "Daily": 86400, "Weekly": 604800, "Monthly": 2592001, "Yearly": 31536000}
+REPEAT_SAME_DAY = 1
 
 
 # -- data helpers (shared with the calendar tasks) ---------------------------------------------------------
@@ -88,10 +96,52 @@ def make_event(
     }
 
 
+def weekday_bit(d: dt.date) -> int:
+    """Simple Calendar's weekly repeat_rule bit of `d`'s weekday: Monday 1, Tuesday 2, ..., Sunday 64."""
+    return 1 << d.weekday()
+
+
+def repeat_label(interval: int) -> str:
+    return next((k for k, v in REPEATS.items() if v == interval), f"Every {interval // 86400} days")
+
+
+def recurs_on(e: dict[str, Any], first: dt.date, c: dt.date) -> bool:
+    """Whether series `e`, first on day `first`, has an occurrence starting on day `c` (>= first)."""
+    interval = e["repeat_interval"]
+    if interval == REPEATS["Weekly"]:
+        return bool(e.get("repeat_rule", 0) & weekday_bit(c))
+    if interval == REPEATS["Monthly"]:
+        return c.day == first.day
+    if interval == REPEATS["Yearly"]:
+        return (c.month, c.day) == (first.month, first.day)
+    return (c - first).days % max(1, interval // 86400) == 0
+
+
+def occurrences(rows: list[dict[str, Any]], first: dt.date, last: dt.date) -> list[dict[str, Any]]:
+    """The rows as the views show them around days `first`..`last`: a one-off as it is, a series as one copy
+    per occurrence starting from the day before `first` to `last` (a copy keeps the series' id, so tapping
+    it opens the series)."""
+    out = []
+    for e in rows:
+        if not e.get("repeat_interval"):
+            out.append(e)
+            continue
+        start = dt_of(e["start_ts"]).date()
+        c = max(start, first - dt.timedelta(days=1))
+        while c <= last:
+            if recurs_on(e, start, c):
+                shift = (c - start).days * 86400
+                out.append({**e, "start_ts": e["start_ts"] + shift, "end_ts": e["end_ts"] + shift})
+            c += dt.timedelta(days=1)
+    return out
+
+
 def events_on(dev: DeviceState, d: dt.date) -> list[dict[str, Any]]:
-    """Events shown on day `d`: those overlapping it (an event ending at 00:00 belongs to its start day)."""
+    """Events shown on day `d`: those overlapping it (an event ending at 00:00 belongs to its start day),
+    each occurrence of a series included."""
     lo, hi = ts_of(d), ts_of(d + dt.timedelta(days=1))
-    out = [e for e in events(dev) if e["start_ts"] < hi and (e["end_ts"] > lo or e["start_ts"] >= lo)]
+    rows = occurrences(events(dev), d, d)
+    out = [e for e in rows if e["start_ts"] < hi and (e["end_ts"] > lo or e["start_ts"] >= lo)]
     return sorted(out, key=lambda e: (e["start_ts"], e["end_ts"], e["id"]))
 
 
@@ -217,7 +267,8 @@ class MonthScreen(Screen):
         start = first - dt.timedelta(days=(first.weekday() + 1) % 7)
         today = dev.now.date()
         by_day: dict[dt.date, list[dict[str, Any]]] = {}
-        for e in sorted(events(dev), key=lambda e: (e["start_ts"], e["id"])):
+        shown = occurrences(events(dev), start, start + dt.timedelta(days=41))
+        for e in sorted(shown, key=lambda e: (e["start_ts"], e["id"])):
             d = dt_of(e["start_ts"]).date()
             end_d = dt_of(max(e["start_ts"], e["end_ts"] - 1)).date()
             while d <= end_d and d < start + dt.timedelta(days=42):
@@ -365,6 +416,23 @@ class EventListScreen(Screen):
         return out
 
 
+def _choice(label: str, on: bool, y: int, pick: Callable[[], None]) -> Node:
+    """A single-choice dialog's row: a check mark and the label."""
+    return Node(
+        w.CHECKBOX,
+        text=label,
+        bounds=(96, y, SCREEN_W - 96, y + 130),
+        checkable=True,
+        checked=on,
+        clickable=True,
+        on_click=pick,
+        size=42,
+        pad=110,
+        icon="check_on" if on else "check_off",
+        icon_fg=COLOR,
+    )
+
+
 class ViewDialog(Screen):
     """'Change view': a single-choice dialog between the monthly view and the simple event list."""
 
@@ -380,21 +448,7 @@ class ViewDialog(Screen):
                 ui.pop_to_root()
                 ui.phone.stack(PKG)[0] = EventListScreen() if k == "list" else MonthScreen(ui.dev.now.date())
 
-            panel.add(
-                Node(
-                    w.CHECKBOX,
-                    text=label,
-                    bounds=(96, y, SCREEN_W - 96, y + 130),
-                    checkable=True,
-                    checked=cur == key,
-                    clickable=True,
-                    on_click=pick,
-                    size=42,
-                    pad=110,
-                    icon="check_on" if cur == key else "check_off",
-                    icon_fg=COLOR,
-                )
-            )
+            panel.add(_choice(label, cur == key, y, pick))
             y += 140
         return [panel]
 
@@ -442,6 +496,8 @@ class EventScreen(Screen):
         self.start_ts = start_ts
         self.end_ts = end_ts
         self.all_day = all_day
+        self.repeat_interval = 0
+        self.repeat_rule = 0
 
     @classmethod
     def new(cls, dev: DeviceState, day: dt.date) -> EventScreen:
@@ -455,6 +511,7 @@ class EventScreen(Screen):
         e = find_event(dev, eid)
         assert e is not None
         s = cls(eid, e["start_ts"], e["end_ts"], bool(e.get("flags", 0) & 1))
+        s.repeat_interval, s.repeat_rule = e.get("repeat_interval", 0), e.get("repeat_rule", 0)
         s.fields = {
             "title": e["title"],
             "location": e.get("location", ""),
@@ -463,9 +520,27 @@ class EventScreen(Screen):
         return s
 
     def set_start(self, ts: int) -> None:
-        """Moving the start keeps the duration (the end moves with it), as the real editor does."""
+        """Moving the start keeps the duration (the end moves with it), as the real editor does; a weekly
+        series on the start's weekday alone follows the start to its new weekday."""
+        old_bit = weekday_bit(dt_of(self.start_ts).date())
         dur = self.end_ts - self.start_ts
         self.start_ts, self.end_ts = ts, ts + dur
+        if self.repeat_interval == REPEATS["Weekly"] and self.repeat_rule == old_bit:
+            self.repeat_rule = weekday_bit(dt_of(ts).date())
+
+    def set_repeat(self, interval: int) -> None:
+        """The Repetition dialog's choice: weekly selects the start's weekday, monthly and yearly the same
+        day of the month; daily keeps the rule as it was (Simple Calendar's setRepeatInterval)."""
+        self.repeat_interval = interval
+        if interval == REPEATS["Weekly"]:
+            self.repeat_rule = weekday_bit(dt_of(self.start_ts).date())
+        elif interval in (REPEATS["Monthly"], REPEATS["Yearly"]):
+            self.repeat_rule = REPEAT_SAME_DAY
+
+    def toggle_weekday(self, bit: int) -> None:
+        """A weekday of a weekly series on or off; the last selected day stays on."""
+        if self.repeat_rule != bit:
+            self.repeat_rule ^= bit
 
     def save(self, ui: UI) -> None:
         dev = ui.dev
@@ -487,6 +562,8 @@ class EventScreen(Screen):
             "start_ts": start,
             "end_ts": end,
             "flags": 1 if self.all_day else 0,
+            "repeat_interval": self.repeat_interval,
+            "repeat_rule": self.repeat_rule,
         }
         if self.eid is None:
             row = make_event(dev, title, start, end)
@@ -555,6 +632,16 @@ class EventScreen(Screen):
         def static(title: str, subtitle: str, icon: str):
             return lambda b: ui.item(title, b, on_click=lambda: None, subtitle=subtitle, icon=icon)
 
+        def repetition(b: w.Bounds) -> Node:
+            return ui.item(
+                "Repetition",
+                b,
+                on_click=lambda: ui.push(RepeatDialog(self.repeat_interval)),
+                subtitle=repeat_label(self.repeat_interval),
+                icon="repeat",
+                rid=f"{PKG}:id/event_repetition",
+            )
+
         rows = [
             (180, fld("title", "Title")),
             (180, fld("location", "Location")),
@@ -563,11 +650,67 @@ class EventScreen(Screen):
             (ROW_H, when("Start", "start")),
             (ROW_H, when("End", "end")),
             (ROW2_H, static("Reminder", "10 minutes before", "notifications")),
-            (ROW2_H, static("Repetition", "No repetition", "repeat")),
-            (ROW2_H, static("Event type", "Regular event", "label")),
+            (ROW2_H, repetition),
         ]
+        if self.repeat_interval == REPEATS["Weekly"]:
+            rows.append((ROW_H, self._weekdays))
+        if self.repeat_interval:
+            rows.append((ROW2_H, static("Repeat till", "Forever", "event")))
+        rows.append((ROW2_H, static("Event type", "Regular event", "label")))
         out.append(ui.list("form", rows))
         return out
+
+    def _weekdays(self, b: w.Bounds) -> Node:
+        """A weekly series' days: seven round toggles, Monday first, the selected ones filled."""
+        x0, y0, x1, y1 = b
+        row = Node(w.LINEAR, bounds=b, border=LIGHT, rid=f"{PKG}:id/event_repetition_rule_holder")
+        cw = (x1 - x0 - 2 * PAD) // 7
+        for i in range(7):
+            bit = 1 << i
+            on = bool(self.repeat_rule & bit)
+            bx = x0 + PAD + i * cw
+            row.add(
+                Node(
+                    w.BUTTON,
+                    text="MTWTFSS"[i],
+                    desc=_cal.day_name[i],
+                    bounds=(bx + 8, y0 + 16, bx + cw - 8, y1 - 16),
+                    clickable=True,
+                    checkable=True,
+                    checked=on,
+                    on_click=lambda bit=bit: self.toggle_weekday(bit),
+                    size=38,
+                    align="center",
+                    radius=60,
+                    bg=COLOR if on else None,
+                    fg=WHITE if on else INK,
+                )
+            )
+        return row
+
+
+class RepeatDialog(Screen):
+    """The Repetition dialog: a single choice among no repetition, daily, weekly, monthly and yearly."""
+
+    modal = True
+
+    def __init__(self, current: int):
+        super().__init__()
+        self.current = current
+
+    def build(self, ui: UI) -> list[Node]:
+        panel, y = ui.dialog_box("Repetition", 240 + 140 * len(REPEATS))
+        for label, interval in REPEATS.items():
+
+            def pick(v=interval) -> None:
+                parent = ui.phone.stack(PKG)[-2]
+                assert isinstance(parent, EventScreen)
+                parent.set_repeat(v)
+                ui.pop()
+
+            panel.add(_choice(label, interval == self.current, y, pick))
+            y += 140
+        return [panel]
 
 
 class DatePickerDialog(Screen):

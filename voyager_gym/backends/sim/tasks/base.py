@@ -9,6 +9,7 @@ so that it proves the task solvable and produces demonstrations from any state i
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import random
 import re
@@ -163,13 +164,23 @@ def check_answer(
     answer: str, expected: list[str] | str, match: str = "string", tolerance: float | None = None
 ) -> bool:
     """AndroidWorld's information-retrieval check. The answer is always split on commas and each part
-    stripped (empty parts kept); parts are cast by the match type ("string" or "number"; a part that is
-    not a number fails the check); the counts must be equal and every part must match some expected value
-    (several parts may match the same one). Strings match fuzzily (`aw_fuzzy_match`); numbers exactly, or
-    with |part - expected| < tolerance when the task has one."""
+    stripped (empty parts kept); parts are cast by the match type ("string", "number", or "datetime" for
+    its DATE_MATCH with TIME_MATCH: '%B %d %Y %H:%M'; a part that does not cast fails the check); the counts
+    must be equal and every part must match some expected value (several parts may match the same one).
+    Strings match fuzzily (`aw_fuzzy_match`); numbers exactly, or with |part - expected| < tolerance when
+    the task has one; date-times exactly."""
     exp = [expected] if isinstance(expected, str) else list(expected)
     got: list[Any] = [p.strip() for p in (answer or "").split(",")]
-    if match == "number":
+    if match == "datetime":
+        try:
+            got = [dt.datetime.strptime(g, "%B %d %Y %H:%M") for g in got]
+            exp = [dt.datetime.strptime(e, "%B %d %Y %H:%M") for e in exp]
+        except ValueError:
+            return False
+
+        def same(x: Any, y: Any) -> bool:
+            return x == y
+    elif match == "number":
         try:
             got = [float(g) for g in got]
             exp = [float(e) for e in exp]

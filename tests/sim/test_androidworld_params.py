@@ -64,6 +64,10 @@ MATCHED = [
     "MarkorDeleteNote",
     "MarkorEditNote",
     "MarkorMoveNote",
+    # osmand
+    "OsmAndFavorite",
+    "OsmAndMarker",
+    "OsmAndTrack",
     # joplin (information retrieval)
     "NotesIsTodo",
     "NotesMeetingAttendeeCount",

@@ -216,3 +216,28 @@ def test_plan_a_route_undo_and_save(backend):
     tap(backend, text="My Places")
     tap(backend, text="Tracks")
     assert view(backend).has(text=file.removesuffix(".gpx"))
+
+
+def test_map_pans_by_scrolling_and_plans_at_the_centre(backend):
+    dev = start_track(backend)
+    backend.execute(open_app("OsmAnd"))
+    tap(backend, desc="Menu")
+    tap(backend, text="Plan a route")
+    open_point(backend, "Triesen", "Triesen")
+    before = list(app.state(dev)["center"])
+    backend.execute(Action("scroll", direction="down"))
+    lat, lon = app.state(dev)["center"]
+    assert lat < before[0] and lon == before[1]  # south of Triesen now
+    assert view(backend).has(text=app.fmt_coords(lat, lon), rid=app.rid("center_name"))
+    tap(backend, text="Add point")
+    assert view(backend).has(text=app.fmt_coords(lat, lon), rid=app.rid("point_name"))
+
+
+def test_favorite_without_coordinates_matches_by_name_only(backend):
+    dev = start(backend, "OsmAndFavorite", location="Malbun, Liechtenstein")
+    dev.write_file(app.FAVORITES, f'<gpx xmlns="{app.GPX_NS}"><wpt><name>Malbun</name></wpt></gpx>')
+    assert backend.score() == 0.0
+    dev.write_file(
+        app.FAVORITES, f'<gpx xmlns="{app.GPX_NS}"><wpt><name>Malbun, Liechtenstein</name></wpt></gpx>'
+    )
+    assert backend.score() == 1.0

@@ -254,6 +254,16 @@ def map_canvas(ui: UI, b: w.Bounds, route: list[dict[str, Any]] = ()) -> Node:
         return b[0] + m <= x < b[2] - m and b[1] + m <= y < b[3] - m
 
     canvas = Node(w.VIEW, bounds=b, bg=LAND, clip=True, a11y=False, rid=rid("map_view"))
+
+    def pan(direction: str) -> None:
+        """Dragging the map: a scroll shows what lies that way, half a screen further."""
+        dlat = (b[3] - b[1]) / 2 / ppd_lat
+        dlon = (b[2] - b[0]) / 2 / ppd_lon
+        dy, dx = {"down": (-dlat, 0), "up": (dlat, 0), "left": (0, -dlon), "right": (0, dlon)}[direction]
+        st["center"] = [round(lat0 + dy, 7), round(lon0 + dx, 7)]
+        st["center_name"] = None
+
+    canvas.on_scroll = pan
     half_w = max(22, int(0.0006 * ppd_lon))
     for i in range(160):  # the Rhine along the western border
         lat = 47.04 + i * 0.0015

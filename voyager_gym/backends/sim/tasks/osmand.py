@@ -128,7 +128,11 @@ class OsmAndFavorite(_OsmAnd):
             name = wpt.find(app.gpx_tag("name"))
             if name is not None and loc in (name.text or ""):
                 return 1.0
-            if target is not None and near((float(wpt.get("lat")), float(wpt.get("lon"))), target):
+            try:
+                coords = (float(wpt.get("lat")), float(wpt.get("lon")))
+            except (TypeError, ValueError):  # a waypoint without coordinates matches by name only
+                continue
+            if target is not None and near(coords, target):
                 return 1.0
         return 0.0
 

@@ -241,3 +241,18 @@ def test_favorite_without_coordinates_matches_by_name_only(backend):
         app.FAVORITES, f'<gpx xmlns="{app.GPX_NS}"><wpt><name>Malbun, Liechtenstein</name></wpt></gpx>'
     )
     assert backend.score() == 1.0
+
+
+def test_saved_track_takes_the_typed_name_and_never_overwrites(backend):
+    dev = start_track(backend)
+    backend.execute(open_app("OsmAnd"))
+    for _ in range(2):
+        tap(backend, desc="Menu")
+        tap(backend, text="Plan a route")
+        open_point(backend, "Triesen", "Triesen")
+        tap(backend, text="Add point")
+        tap(backend, text="Save")
+        backend.execute(type_into(view(backend).find(rid=app.rid("name")), "Triesen walk"))
+        tap(backend, text="Save", rid="android:id/button1")
+    assert app.tracks(dev) == ["Triesen walk.gpx", "Triesen walk_2.gpx"]
+    assert backend.score() == 0.0  # one waypoint of three

@@ -722,7 +722,7 @@ class PlanRouteScreen(Screen):
             ui.button(
                 "Save",
                 (720, by, SCREEN_W - PAD, by + 120),
-                lambda: ui.push(SaveTrackDialog(self.points)),
+                lambda: ui.push(SaveTrackDialog(self.points, ui.dev.now.strftime("%Y-%m-%d_%H-%M_%a"))),
                 style="text",
                 rid=rid("save"),
                 enabled=bool(self.points),
@@ -735,14 +735,12 @@ class PlanRouteScreen(Screen):
 class SaveTrackDialog(Screen):
     modal = True
 
-    def __init__(self, points: list[dict[str, Any]]):
+    def __init__(self, points: list[dict[str, Any]], name: str):
         super().__init__()
         self.points = [dict(p) for p in points]
-        self.fields["name"] = ""
+        self.fields["name"] = name  # OsmAnd proposes the date and time
 
     def build(self, ui: UI) -> list[Node]:
-        if not self.fields["name"]:
-            self.fields["name"] = ui.dev.now.strftime("%Y-%m-%d_%H-%M_%a")
         panel, y = ui.dialog_box("Save as new track", 520)
         panel.add(ui.field("name", (132, y, SCREEN_W - 132, y + 130), hint="File name", label="File name"))
 

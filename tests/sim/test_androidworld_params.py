@@ -73,6 +73,10 @@ MATCHED = [
     "MarkorEditNote",
     "MarkorMergeNotes",
     "MarkorMoveNote",
+    # osmand
+    "OsmAndFavorite",
+    "OsmAndMarker",
+    "OsmAndTrack",
     # joplin (information retrieval)
     "NotesIsTodo",
     "NotesMeetingAttendeeCount",

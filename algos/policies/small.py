@@ -45,6 +45,7 @@ backward is an index_add rather than a serial accumulating index_put.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import math
 import re
@@ -96,16 +97,30 @@ SUM_SEARCH = 20_000  # search nodes per sum answer (a screen has a few dozen qua
 DURATION_RE = re.compile(r"(\d+):([0-5]\d):([0-5]\d)")
 DISTANCE_RE = re.compile(r"(\d+(?:\.\d+)?) ?(mi|km|m)")
 METERS = {"mi": 1609.344, "km": 1000.0, "m": 1.0}
+WHEN_RE = re.compile(r"([A-Z][a-z]{2}, [A-Z][a-z]{2} \d{1,2} \d{4}), (\d{1,2}:\d{2})(?: - \d{1,2}:\d{2})?")
 
 
 def measure(label: str | None) -> str | None:
-    """The quantity a label shows, as an answer: minutes of an h:mm:ss duration, meters of a distance."""
+    """The quantity a label shows, as an answer: minutes of an h:mm:ss duration, meters of a distance, or
+    the start of an event's "Fri, Oct 27 2023, 15:15 - 15:45" as AndroidWorld's date-time answers are
+    written ("October 27 2023 15:15")."""
     text = (label or "").strip()
     if dur := DURATION_RE.fullmatch(text):
         return str((int(dur[1]) * 3600 + int(dur[2]) * 60 + int(dur[3]) + 30) // 60)
     if dist := DISTANCE_RE.fullmatch(text):
         return str(round(float(dist[1]) * METERS[dist[2]]))
+    if when := WHEN_RE.fullmatch(text):
+        try:
+            start = dt.datetime.strptime(f"{when[1]} {when[2]}", "%a, %b %d %Y %H:%M")
+        except ValueError:
+            return None
+        return start.strftime("%B %d %Y %H:%M")
     return None
+
+
+def sum_term(quantity: str | None) -> int:
+    """A quantity as a term of a sum answer (0: none, or not a number, such as a date-time)."""
+    return int(quantity) if quantity is not None and quantity.isdigit() else 0
 # How typed text is made from the copied text c and the target field's current text x (its label): c; c
 # zero-padded to two digits when one digit ("3" -> "03"); c above x; c below x; c above x after a blank line
 TEXT_FORMATS = ("copy", "pad2", "above", "below", "above_blank")
@@ -337,7 +352,7 @@ class Featurizer:
         qty = measure(label)
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
                            compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
-                           qty, int(qty) if qty is not None else 0)
+                           qty, sum_term(qty))
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]

@@ -100,6 +100,8 @@ MATCHED = [
     # vlc
     "VlcCreatePlaylist",
     "VlcCreateTwoPlaylists",
+    # simple gallery pro (the receipt image is drawn as AndroidWorld draws it: same bytes)
+    "SaveCopyOfReceiptTaskEval",
 ]
 
 # Information-retrieval tasks whose goal after initialization (AndroidWorld rewords dates then, drawing from

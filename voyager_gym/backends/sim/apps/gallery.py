@@ -26,7 +26,7 @@ from voyager_gym.backends.sim.ui import UI, WHITE, App, Screen, register_app
 from voyager_gym.backends.sim.widgets import SCREEN_W, Node
 
 PKG = "com.simplemobiletools.gallery.pro"
-COLOR = (38, 50, 56)
+COLOR = (194, 24, 91)
 DARK = (0, 0, 0)
 COLS = 3
 TILE = SCREEN_W // COLS

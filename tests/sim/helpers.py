@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from voyager_gym.backends.sim.device import SDCARD
 from voyager_gym.backends.sim.tasks.base import View
 
 
@@ -24,3 +25,17 @@ def run_expert_until_done(backend) -> None:
             return
         backend.execute(a)
     raise AssertionError("expert did not finish")
+
+
+def score_with_entry(backend, name, seed, path, folder=False):
+    """Start task `name` for `seed`, add a file (or a folder) at `path` under the sdcard ({name} and {stem}
+    stand for the task's file name and that name without its extension); return the verdict."""
+    params = reset(backend, name, seed)
+    dev = backend.phone.dev
+    file_name = params["file_name"]
+    target = f"{SDCARD}/" + path.format(name=file_name, stem=file_name.rsplit(".", 1)[0])
+    if folder:
+        dev.mkdir(target)
+    else:
+        dev.write_file(target, "image")
+    return backend.score()

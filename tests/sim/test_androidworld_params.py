@@ -136,6 +136,9 @@ MATCHED = [
     # vlc
     "VlcCreatePlaylist",
     "VlcCreateTwoPlaylists",
+    # simple gallery pro (the receipt image is drawn as AndroidWorld draws it: same bytes), simple draw pro
+    "SaveCopyOfReceiptTaskEval",
+    "SimpleDrawProCreateDrawing",
 ]
 
 # Information-retrieval tasks whose goal after initialization (AndroidWorld rewords dates then, drawing from

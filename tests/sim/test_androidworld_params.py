@@ -73,6 +73,7 @@ MATCHED = [
     "MarkorEditNote",
     "MarkorMergeNotes",
     "MarkorMoveNote",
+    "MarkorTranscribeVideo",
     # osmand
     "OsmAndFavorite",
     "OsmAndMarker",

@@ -6,7 +6,10 @@ import pytest
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.markor import MARKOR_DIR, with_extension
 from voyager_gym.backends.sim.apps.sms import PKG as SMS
+from voyager_gym.backends.sim.apps.vlc import clip_frames
+from voyager_gym.backends.sim.device import SDCARD
 from voyager_gym.backends.sim.expert import run_expert
+from voyager_gym.backends.sim.tasks.base import aw_fuzzy_match as created_text_matches
 from voyager_gym.backends.sim.tasks.markor import created_file_ok, top_level_files
 
 M = MARKOR_DIR
@@ -349,3 +352,42 @@ def test_create_note_and_sms_scores_each_half(backend):
     dev.sms.append(dict(sms, time_ms=dev.time_ms))
     dev.write_file(f"{M}/{p['file_name']}", "another text entirely\n")
     assert score(backend) == 0.5  # the note's text is wrong
+
+
+# -- MarkorTranscribeVideo: CreateFile's check on the clip's names, comma separated ------------------------
+def test_transcribe_video_start_state(backend):
+    task, dev = start(backend, "MarkorTranscribeVideo")
+    p = task.params
+    clips = [f for f in dev.files if f.startswith(f"{SDCARD}/Download/")]
+    assert f"{SDCARD}/Download/{p['video_name']}" in clips
+    assert len(clips) == 1 + len(set(p["noise_files"]) - {p["video_name"]})
+    assert clip_frames(dev, f"{SDCARD}/Download/{p['video_name']}") == (p["messages"], 8)
+    noise = [clip_frames(dev, f"{SDCARD}/Download/{f}") for f in p["noise_files"]]
+    assert all(len(t) == 1 and len(t[0]) == 10 and 20 <= s <= 180 for t, s in noise)
+    assert not any(f.startswith(M + "/") for f in dev.files)
+
+
+def test_transcribe_video_near_misses(backend):
+    task, dev = start(backend, "MarkorTranscribeVideo", seed=7)
+    p = task.params
+    names, path = p["messages"], f"{M}/{p['file_name']}"
+    assert p["text"] == ",".join(names) and len(names) == 3
+    dev.write_file(path, ", ".join(names[:-1]) + "\n")  # the last frame left out
+    assert score(backend) == 0.0
+    dev.write_file(path, ", ".join(reversed(names)) + "\n")  # out of order
+    assert score(backend) == 0.0
+    dev.write_file(f"{M}/{p['file_name'][:-4]}.md", ", ".join(names))  # another file name
+    dev.remove(path)
+    assert score(backend) == 0.0
+    dev.write_file(f"{SDCARD}/Documents/{p['file_name']}", ", ".join(names))  # outside Markor's folder
+    assert score(backend) == 0.0
+    dev.write_file(path, ", ".join(names).lower() + "\n")  # spaces as in the goal's example, any case
+    assert score(backend) == 1.0
+    dev.write_file(path, ",".join(names))  # exactly the params' text
+    assert score(backend) == 1.0
+
+
+def test_transcribe_video_shortest_names_still_match():
+    """The goal's ", " separator against the params' "," stays within the 0.9 ratio for the shortest names."""
+    assert created_text_matches("Ali, Ana, Ava, Ema", "Ali,Ana,Ava,Ema")
+    assert not created_text_matches("Ali, Ana, Ava", "Ali,Ana,Ava,Ema")

@@ -1,9 +1,18 @@
-"""VLC playlist tasks: AndroidWorld's rule (exact files, order, no extras) and the add-to-playlist UI."""
+"""VLC playlist tasks: AndroidWorld's rule (exact files, order, no extras), the add-to-playlist UI and the
+player's frames."""
 
 import numpy as np
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.sim.apps.vlc import PLAYLISTS, add_to_playlist, stem
+from voyager_gym.backends.sim import widgets as w
+from voyager_gym.backends.sim.apps.vlc import (
+    PLAYLISTS,
+    VIDEOS_DIR,
+    add_to_playlist,
+    clip_frames,
+    duration_s,
+    stem,
+)
 
 
 def _reset(backend, name, seed=5):
@@ -62,3 +71,48 @@ def test_add_to_new_playlist_via_ui(backend):
     backend.execute(Action("click", index=_find(backend, content_description="Playlists")))
     backend.execute(Action("click", index=_find(backend, text="Mix")))
     assert any(e.text == first for e in backend.phone.elements())
+
+
+# -- the player: a clip's frames follow the device clock and are drawn, never listed ---------------------
+def _frame_text(backend):
+    """The text drawn on the video frame (pixels only), or None."""
+    drawn = [n.text for n in backend.phone.root().walk() if n.cls == w.TEXT and n.fg == (255, 255, 0)]
+    return drawn[0] if drawn else None
+
+
+def _time(backend):
+    return next(e.text for e in backend.phone.elements() if (e.resource_name or "").endswith("overlay_time"))
+
+
+def test_player_shows_each_frame_in_turn_and_never_lists_it(backend):
+    params, dev = _reset(backend, "MarkorTranscribeVideo", 7)
+    names, title = params["messages"], stem(params["video_name"])
+    backend.execute(Action("open_app", app_name="VLC"))
+    while not any(e.text == title for e in backend.phone.elements()):
+        backend.execute(Action("scroll", direction="down"))
+    row = _find(backend, text=title)
+    assert backend.phone.elements()[row + 1].text == "0:24"  # three names, 8 s each
+    backend.execute(Action("click", index=row))  # a step is 5 s of device time
+    assert (_time(backend), _frame_text(backend)) == ("0:05 / 0:24", names[0])
+    assert not any(n in (e.text or "") + (e.content_description or "") for e in backend.phone.elements()
+                   for n in names)
+    backend.execute(Action("wait"))
+    assert (_time(backend), _frame_text(backend)) == ("0:10 / 0:24", names[1])
+    backend.execute(Action("click", index=_find(backend, content_description="Pause")))
+    backend.execute(Action("wait"))
+    assert (_time(backend), _frame_text(backend)) == ("0:10 / 0:24", names[1])  # paused
+    backend.execute(Action("click", index=_find(backend, content_description="Rewind 10 seconds")))
+    assert (_time(backend), _frame_text(backend)) == ("0:00 / 0:24", names[0])
+    backend.execute(Action("click", index=_find(backend, content_description="Play")))
+    assert _time(backend) == "0:05 / 0:24"
+    for _ in range(2):
+        backend.execute(Action("click", index=_find(backend, content_description="Forward 10 seconds")))
+    assert (_time(backend), _frame_text(backend)) == ("0:24 / 0:24", names[2])  # ended on the last frame
+    backend.execute(Action("click", index=_find(backend, content_description="Replay")))
+    assert (_time(backend), _frame_text(backend)) == ("0:05 / 0:24", names[0])
+
+
+def test_plain_text_clip_shows_its_text_for_its_pseudo_duration(backend):
+    params, dev = _reset(backend, "VlcCreatePlaylist")
+    path = f"{VIDEOS_DIR}/{params['files'][0]}"
+    assert clip_frames(dev, path) == ([dev.read_file(path)], duration_s(path))

@@ -679,6 +679,14 @@ def _draw_icon(name: str, w: int, h: int) -> list[tuple[np.ndarray, tuple | None
             d.rectangle((W * 0.28, H * 0.2, W * 0.42, H * 0.8), fill=255),
             d.rectangle((W * 0.58, H * 0.2, W * 0.72, H * 0.8), fill=255),
         ),
+        "rewind": lambda: (
+            d.polygon([(W * 0.5, H * 0.25), (W * 0.15, H / 2), (W * 0.5, H * 0.75)], fill=255),
+            d.polygon([(W * 0.85, H * 0.25), (W * 0.5, H / 2), (W * 0.85, H * 0.75)], fill=255),
+        ),
+        "forward": lambda: (
+            d.polygon([(W * 0.15, H * 0.25), (W * 0.5, H / 2), (W * 0.15, H * 0.75)], fill=255),
+            d.polygon([(W * 0.5, H * 0.25), (W * 0.85, H / 2), (W * 0.5, H * 0.75)], fill=255),
+        ),
         "stop": lambda: d.rectangle((W * 0.25, H * 0.25, W * 0.75, H * 0.75), fill=255),
         "record": lambda: d.ellipse((W * 0.2, H * 0.2, W * 0.8, H * 0.8), fill=255),
         "send": lambda: d.polygon(

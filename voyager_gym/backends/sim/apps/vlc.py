@@ -2,6 +2,9 @@
 the new-playlist dialog, playlist contents and a player screen.
 
 The media library is every video file under the shared storage (AndroidWorld puts them in VLCVideos).
+A clip written with `clip_content` holds the texts its frames show, each for some seconds (AndroidWorld draws
+them on the frames with OpenCV): the player shows the current one as pixels only, since a video surface has no
+text in the accessibility tree. Playback follows the device clock (a step is 5 s of device time).
 Playlists live in `dev.table("vlc_playlists")` as rows {id, name, media: [file names in order]}: the same
 facts as VLC's Playlist / PlaylistMediaRelation tables (name, media file name, position).
 """
@@ -9,6 +12,7 @@ facts as VLC's Playlist / PlaylistMediaRelation tables (name, media file name, p
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 from typing import Any
 
@@ -48,6 +52,33 @@ def duration_s(path: str) -> int:
 
 def fmt_dur(s: int) -> str:
     return f"{s // 60}:{s % 60:02d}"
+
+
+CLIP_TAG = "simdroid-clip"
+
+
+def clip_content(messages: list[str], seconds_each: int) -> str:
+    """A video file's content: `messages` shown one after another, each on the frames of `seconds_each` s."""
+    return json.dumps({"format": CLIP_TAG, "frames": list(messages), "seconds_each": seconds_each})
+
+
+def clip_frames(dev: DeviceState, path: str) -> tuple[list[str], int]:
+    """(frame texts, seconds each) of the video at `path`. Other content (a file written as plain text) shows
+    that text, if short and printable, for the whole of a pseudo duration."""
+    content = (dev.read_file(path) or "").strip()
+    try:
+        data = json.loads(content)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("format") == CLIP_TAG:
+        return [str(m) for m in data["frames"]], max(1, int(data["seconds_each"]))
+    texts = [content] if content and len(content) < 200 and content.isprintable() else []
+    return texts, duration_s(path)
+
+
+def clip_length_s(dev: DeviceState, path: str) -> int:
+    frames, each = clip_frames(dev, path)
+    return each * max(1, len(frames))
 
 
 def videos(dev: DeviceState) -> list[str]:
@@ -113,7 +144,7 @@ def video_row(ui: UI, path: str, b: w.Bounds, selected: bool, on_click: Any, on_
     row.add(
         Node(
             w.TEXT,
-            text=fmt_dur(duration_s(path)),
+            text=fmt_dur(clip_length_s(ui.dev, path)),
             bounds=(x0 + 280, y0 + 100, x1 - PAD, y1 - 20),
             size=32,
             fg=GREY,
@@ -195,7 +226,7 @@ class MainScreen(Screen):
             if sel:
                 toggle(path)
             else:
-                ui.push(PlayerScreen(path))
+                play(ui, path)
 
         def long_click(path: str) -> None:
             toggle(path) if sel else sel.append(path)
@@ -208,7 +239,7 @@ class MainScreen(Screen):
                     back=False,
                     color=(60, 64, 67),
                     actions=[
-                        ("Play", "play", lambda: ui.push(PlayerScreen(sel[0]))),
+                        ("Play", "play", lambda: play(ui, sel[0])),
                         (
                             "Add to playlist",
                             "add",
@@ -381,11 +412,7 @@ class BrowseScreen(Screen):
         rows += [
             (
                 ROW_H,
-                (
-                    lambda b, f=f: ui.item(
-                        f, b, icon="play", on_click=lambda: ui.push(PlayerScreen(f"{self.path}/{f}"))
-                    )
-                ),
+                (lambda b, f=f: ui.item(f, b, icon="play", on_click=lambda: play(ui, f"{self.path}/{f}"))),
             )
             for f in files
             if f.lower().endswith(VIDEO_EXT)
@@ -394,17 +421,41 @@ class BrowseScreen(Screen):
         return [ui.app_bar(title, color=ORANGE), ui.list("entries", rows, empty="Empty folder")]
 
 
-class PlayerScreen(Screen):
-    """The video player: black surface, the frame's text (a clip's on-screen message), play/pause and time."""
+def play(ui: UI, path: str) -> None:
+    ui.push(PlayerScreen(path, ui.dev.time_ms))
 
-    def __init__(self, path: str):
+
+FRAME_H = SCREEN_W * 3 // 4  # AndroidWorld's clips are 320x240
+JUMP_MS = 10_000
+
+
+class PlayerScreen(Screen):
+    """The video player: the clip's current frame (its text drawn, not in the accessibility tree), title,
+    position / length, a progress bar, 10 s back and forward, and play/pause (Replay once it has ended,
+    where it stays on the last frame)."""
+
+    def __init__(self, path: str, now_ms: int):
         super().__init__()
         self.path = path
         self.playing = True
+        self.base_ms = 0  # position when playback last started or stopped
+        self.anchor_ms = now_ms  # device time at that moment
+
+    def position_ms(self, dev: DeviceState) -> int:
+        total = clip_length_s(dev, self.path) * 1000
+        pos = self.base_ms + (dev.time_ms - self.anchor_ms if self.playing else 0)
+        return max(0, min(total, pos))
+
+    def seek(self, dev: DeviceState, pos_ms: int, playing: bool) -> None:
+        total = clip_length_s(dev, self.path) * 1000
+        self.base_ms, self.anchor_ms, self.playing = max(0, min(total, pos_ms)), dev.time_ms, playing
 
     def build(self, ui: UI) -> list[Node]:
         dev = ui.dev
-        total = duration_s(self.path)
+        frames, each = clip_frames(dev, self.path)
+        total = clip_length_s(dev, self.path)
+        pos = self.position_ms(dev)
+        ended = pos >= total * 1000
         surface = Node(w.FRAME, bounds=(0, ui.top, SCREEN_W, ui.bottom), bg=(0, 0, 0), a11y=False)
         surface.add(
             Node(
@@ -416,47 +467,70 @@ class PlayerScreen(Screen):
                 rid=rid("player_overlay_title"),
             )
         )
-        content = (dev.read_file(self.path) or "").strip()
-        if content and len(content) < 200 and content.isprintable():
-            surface.add(
+        fy = (ui.top + ui.bottom - FRAME_H) // 2 - 100
+        frame = Node(w.FRAME, bounds=(0, fy, SCREEN_W, fy + FRAME_H), bg=(52, 56, 60), a11y=False)
+        if frames:
+            k = min(len(frames) - 1, (min(pos, total * 1000 - 1)) // (each * 1000))
+            frame.add(
                 Node(
                     w.TEXT,
-                    text=content,
-                    bounds=(PAD, 1000, SCREEN_W - PAD, 1200),
-                    size=56,
-                    fg=WHITE,
+                    text=frames[k],
+                    bounds=(PAD, fy + FRAME_H // 2 - 90, SCREEN_W - PAD, fy + FRAME_H // 2 + 90),
+                    size=84,
+                    bold=True,
+                    fg=(255, 255, 0),  # AndroidWorld draws the text in yellow
                     align="center",
                     lines=2,
-                    rid=rid("player_surface_text"),
+                    a11y=False,  # pixels only: a video surface exposes no text
                 )
             )
+        surface.add(frame)
         cy = ui.bottom - 300
-
-        def toggle() -> None:
-            self.playing = not self.playing
-
         surface.add(
             Node(
                 w.TEXT,
-                text=f"0:00 / {fmt_dur(total)}",
-                bounds=(PAD, cy - 140, SCREEN_W - PAD, cy - 60),
+                text=f"{fmt_dur(pos // 1000)} / {fmt_dur(total)}",
+                bounds=(PAD, cy - 200, SCREEN_W - PAD, cy - 120),
                 size=34,
                 fg=HINT,
                 rid=rid("player_overlay_time"),
             )
         )
-        surface.add(
-            Node(
-                w.IMAGE_BUTTON,
-                desc="Pause" if self.playing else "Play",
-                icon="pause" if self.playing else "play",
-                icon_fg=WHITE,
-                bounds=(SCREEN_W // 2 - 90, cy, SCREEN_W // 2 + 90, cy + 180),
-                clickable=True,
-                on_click=toggle,
-                rid=rid("player_overlay_play"),
+        bar_w = SCREEN_W - 2 * PAD
+        surface.add(Node(w.FRAME, bounds=(PAD, cy - 90, SCREEN_W - PAD, cy - 78), bg=GREY, a11y=False))
+        done_w = bar_w * pos // max(1, total * 1000)
+        surface.add(Node(w.FRAME, bounds=(PAD, cy - 90, PAD + done_w, cy - 78), bg=ORANGE, a11y=False))
+
+        def toggle() -> None:
+            if self.playing and not ended:
+                self.seek(dev, pos, False)
+            else:
+                self.seek(dev, 0 if ended else pos, True)
+
+        def jump(ms: int) -> Any:
+            return lambda: self.seek(dev, pos + ms, self.playing)
+
+        label = "Replay" if ended else ("Pause" if self.playing else "Play")
+        buttons = [
+            ("Rewind 10 seconds", "rewind", SCREEN_W // 2 - 330, jump(-JUMP_MS)),
+            (label, "pause" if label == "Pause" else "play", SCREEN_W // 2 - 90, toggle),
+            ("Forward 10 seconds", "forward", SCREEN_W // 2 + 150, jump(JUMP_MS)),
+        ]
+        for desc, icon, x, fn in buttons:  # VLC's ids: player_overlay_rewind, _play, _forward
+            surface.add(
+                Node(
+                    w.IMAGE_BUTTON,
+                    desc=desc,
+                    icon=icon,
+                    icon_fg=WHITE,
+                    bounds=(x, cy, x + 180, cy + 180),
+                    clickable=True,
+                    on_click=fn,
+                    rid=rid(
+                        "player_overlay_" + {"Rewind": "rewind", "Forward": "forward"}.get(desc[:6], "play")
+                    ),
+                )
             )
-        )
         return [surface]
 
 

@@ -1,5 +1,5 @@
 """Markor tasks: create (typed, pasted, or merged from three notes), edit, rename, move and delete notes
-(files under Documents/Markor), and a note whose text is then sent by SMS.
+(files under Documents/Markor), a note whose text is then sent by SMS, and one transcribing a video's frames.
 
 Verifiers follow AndroidWorld's file checks: a name "exists" when that exact path is under the folder (file or
 folder), contents fuzzy-match (SequenceMatcher >= 0.9, case-insensitive, CR removed, stripped) except
@@ -19,6 +19,7 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.markor import EDITOR_KEY, MARKOR_DIR
 from voyager_gym.backends.sim.apps.markor import PKG as MARKOR
+from voyager_gym.backends.sim.apps.vlc import clip_content
 from voyager_gym.backends.sim.device import SDCARD, START_MS, DeviceState
 from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
@@ -36,6 +37,8 @@ from voyager_gym.backends.sim.tasks.base import (
     type_into,
 )
 from voyager_gym.backends.sim.tasks.sms import SimpleSmsSend, compose_expert
+from voyager_gym.backends.sim.tasks.vlc import file_name as video_file_name
+from voyager_gym.backends.sim.tasks.vlc import watch_expert
 
 SENTENCES = vocab.SENTENCES
 # AndroidWorld's usual note titles (noise files vary them) and MarkorMoveNote's folders, in its order.
@@ -782,3 +785,58 @@ class MarkorCreateNoteAndSms(_Markor):
                 return a
             mem["noted"] = True
         return compose_expert(view, mem.setdefault("sms", {}), self.params["number"], self.params["text"])
+
+
+@register_task
+class MarkorTranscribeVideo(_Markor):
+    """A clip in Download shows 2-4 names, 8 s each, among 5-20 one-frame noise clips of 20-180 s."""
+
+    name = "MarkorTranscribeVideo"
+    app_names = ("markor", "vlc")
+    complexity = 2.0
+    template = (
+        "Transcribe the contents of video {video_name} by watching it in VLC player (located in Download) "
+        "and writing the sequence of strings shown on each frame to the text file {file_name} in Markor as a "
+        'comma separated list. For example, if the first frame shows the text "edna" and the second frame '
+        'shows the text "pineapple", then the text file should contain only the following text: '
+        '"edna, pineapple".'
+    )
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        messages = rng.sample(vocab.GIVEN_NAMES, rng.randint(2, 4))
+        video = video_file_name(rng)
+        return {
+            "file_name": f"{video.split('.')[0]}_transcription.txt",
+            "text": ",".join(messages),
+            "messages": messages,
+            "video_name": video,
+            "noise_files": [video_file_name(rng) for _ in range(rng.randint(5, 20))],
+        }
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)
+        clear_storage(dev)
+        download = f"{SDCARD}/Download"
+        dev.write_file(f"{download}/{self.params['video_name']}", clip_content(self.params["messages"], 8))
+        rng = self.rng("noise")
+        for name in self.params["noise_files"]:
+            frame = random_string(rng, 10)
+            content = clip_content([frame], rng.randint(20, 180))
+            if not dev.exists(f"{download}/{name}"):  # a repeated name would overwrite the clip to transcribe
+                dev.write_file(f"{download}/{name}", content)
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if created_file_ok(dev, self.params["file_name"], self.params["text"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """Play the clip in VLC until every frame has shown, then write the names, comma separated as the goal
+        shows, into the new note. The frame texts are pixels only (no element carries them): the expert takes
+        them from the params that drew the frames, standing for reading them off the screen."""
+        messages = self.params["messages"]
+        if not mem.get("watched"):
+            a = watch_expert(view, mem, self.params["video_name"], len(messages))
+            if a is not None:
+                return a
+            mem["watched"] = True
+        return create_note_expert(view, mem, self.params["file_name"], ", ".join(messages))

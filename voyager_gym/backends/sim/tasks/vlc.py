@@ -27,6 +27,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     scroll_to_find,
     type_into,
+    wait,
 )
 
 THEMES = (
@@ -129,19 +130,58 @@ def playlist_expert(view: View, mem: dict[str, Any], jobs: list[tuple[str, list[
         ]
         return click(view.find(desc="Add to playlist")) if chosen == [target] else back()
     if view.title == "Videos":
-        hit = view.find(text=target, rid=f"{PKG}:id/ml_item_title")
-        if hit is not None:
-            mem.pop("find", None)
-            return long_press(hit)
-        titles = [view.el(k).text or "" for k in view.find_all(rid=f"{PKG}:id/ml_item_title")]
-        if titles and target.lower() < titles[0].lower():
-            return scroll("up", view.scrollable())
-        if titles and target.lower() > titles[-1].lower():
-            return scroll("down", view.scrollable())
-        found = scroll_to_find(view, mem, "find", text=target)
+        found = find_video(view, mem, target)
         return long_press(found) if isinstance(found, int) else found
+    return videos_tab(view)
+
+
+def find_video(view: View, mem: dict[str, Any], target: str) -> Action | int:
+    """On the Videos list (sorted by title): the index of the row titled `target`, or a scroll towards it."""
+    hit = view.find(text=target, rid=f"{PKG}:id/ml_item_title")
+    if hit is not None:
+        mem.pop("find", None)
+        return hit
+    titles = [view.el(k).text or "" for k in view.find_all(rid=f"{PKG}:id/ml_item_title")]
+    if titles and target.lower() < titles[0].lower():
+        return scroll("up", view.scrollable())
+    if titles and target.lower() > titles[-1].lower():
+        return scroll("down", view.scrollable())
+    return scroll_to_find(view, mem, "find", text=target)
+
+
+def videos_tab(view: View) -> Action:
     tab = view.find(desc="Video", rid=f"{PKG}:id/nav_video")
     return click(tab) if tab is not None else back()
+
+
+def watch_expert(view: View, mem: dict[str, Any], video: str, n_frames: int) -> Action | None:
+    """Play `video` from the Videos list and watch until each of its `n_frames` frames has been on screen
+    (the time text tells which part of the clip shows; Replay if one was missed); None once all were."""
+    if view.app != PKG:
+        return open_app("VLC")
+    title = view.find(rid=f"{PKG}:id/player_overlay_title")
+    if title is not None:
+        if view.el(title).text != stem(video):
+            return back()
+        shown = view.el(view.find(rid=f"{PKG}:id/player_overlay_time")).text or "0:00 / 0:00"
+        pos, total = (
+            sum(int(x) * m for x, m in zip(t.split(":"), (60, 1), strict=True)) for t in shown.split(" / ")
+        )
+        seen = mem.setdefault("frames_seen", [])
+        if pos < total and pos * n_frames // total not in seen:
+            seen.append(pos * n_frames // total)
+        if len(seen) == n_frames:
+            return None
+        for label in ("Play", "Replay"):
+            if view.has(desc=label):
+                return click(view.find(desc=label))
+        return wait()
+    if view.has(desc="Add to playlist"):  # selection mode
+        return back()
+    if view.title == "Videos":
+        found = find_video(view, mem, stem(video))
+        return click(found) if isinstance(found, int) else found
+    return videos_tab(view)
 
 
 @register_task

@@ -138,6 +138,7 @@ MATCHED = [
     "VlcCreateTwoPlaylists",
     # simple gallery pro (the receipt image is drawn as AndroidWorld draws it: same bytes), simple draw pro
     "SaveCopyOfReceiptTaskEval",
+    "MarkorTranscribeReceipt",
     "SimpleDrawProCreateDrawing",
 ]
 

@@ -58,7 +58,7 @@ NOTE_TASKS = {  # the rows to type are in one long Markor note, past the 64 labe
     "RecipeAddMultipleRecipesFromMarkor2",
 }
 IMAGE_TASKS = {  # the text to type is drawn in an image, which the accessibility tree lists without text
-    "MarkorTranscribeReceipt",
+    "ExpenseAddMultipleFromGallery", "RecipeAddMultipleRecipesFromImage", "MarkorTranscribeReceipt",
 }
 
 

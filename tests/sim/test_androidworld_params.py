@@ -27,6 +27,7 @@ MATCHED = [
     # expense
     "ExpenseAddMultiple",
     "ExpenseAddMultipleFromMarkor",
+    "ExpenseAddMultipleFromGallery",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
     "ExpenseDeleteDuplicates2",
@@ -86,6 +87,7 @@ MATCHED = [
     "RecipeAddMultipleRecipes",
     "RecipeAddMultipleRecipesFromMarkor",
     "RecipeAddMultipleRecipesFromMarkor2",
+    "RecipeAddMultipleRecipesFromImage",
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
     "RecipeDeleteDuplicateRecipes2",

@@ -1,6 +1,7 @@
 """Simple Gallery Pro tasks: save a copy of a receipt image from DCIM in Download, and transcribe a receipt
 image into a Markor note (MarkorTranscribeReceipt, here beside the receipt it draws: this module imports
-tasks/markor.py). Also the expert's way to view a medium.
+tasks/markor.py). Also the images of text other apps' tasks put in DCIM (AndroidWorld's write_to_gallery) and
+the expert's way to view a medium.
 
 AndroidWorld draws a receipt (a company and slogan, transactions: date, item, price; one for the copy, 1-5 to
 transcribe) and renders it as an image, for the copy the 500x500 `receipt_image` param. SimDroid makes the
@@ -17,6 +18,7 @@ import dataclasses
 import datetime as dt
 import functools
 import random
+import textwrap
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
@@ -150,6 +152,34 @@ def receipt_picture(r: Receipt, fmt: str = "JPEG") -> str:
     return picture_content(fmt, r.size[0], r.size[1], runs)
 
 
+def text_picture(text: str, font_size: int = 24) -> str:
+    """AndroidWorld's text image (user_data_generation's _draw_text) as a picture file's content: each
+    non-empty line at x 10 below the last by its glyph box's bottom, an empty line half the font size; the
+    image 20 px wider than the widest line and 20 px taller than the lines."""
+    font = _font(font_size)
+    runs, y, width = [], 10, 0
+    for line in text.split("\n"):
+        box = font.getbbox(line)
+        width = max(width, int(box[2]))
+        if line.strip():
+            runs.append((y, font_size, line))
+            y += int(box[3])
+        else:
+            y += font_size // 2
+    return picture_content("JPEG", width + 20, y + 10, runs)
+
+
+def wrapped(value: str, width: int | None) -> str:
+    """A text block's value as AndroidWorld wraps it for an image: lines of at most `width` columns
+    (textwrap's wrap, joined by newlines); unchanged without a width."""
+    return value if width is None else "\n".join(textwrap.wrap(value, width))
+
+
+def write_to_gallery(dev: DeviceState, text: str, file_name: str) -> None:
+    """AndroidWorld's write_to_gallery: `text` drawn into an image, saved as DCIM/`file_name`."""
+    dev.write_file(f"{DCIM}/{file_name}", text_picture(text))
+
+
 # -- expert ------------------------------------------------------------------------------------------------
 def folder_picker_expert(view: View, dest: str) -> Action | None:
     """In the commons folder picker: up to Internal, into `dest` (a folder of the storage root), OK. None
@@ -191,6 +221,35 @@ def view_medium(view: View, mem: dict[str, Any], name: str, folder: str = "DCIM"
     tile = view.find(text=folder, rid=f"{app.PKG}:id/dir_name")
     return click(tile) if tile is not None else back()
 
+
+
+class FromImage:
+    """For an add-many task (listed before its base class) whose rows AndroidWorld draws into a DCIM image as
+    text blocks wrapped at 60 columns, after clearing storage: the image `image_name` of `rows_as_text`. Its
+    expert views the image in the gallery, then takes the rows from the params that drew it, standing for
+    reading the image's pixels (the accessibility tree shows only the ImageView), and adds them as the base
+    task's expert does with `mem["rows"]`."""
+
+    image_name: str
+    params: dict[str, Any]
+
+    @staticmethod
+    def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
+        raise NotImplementedError
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)  # type: ignore[misc]
+        clear_storage(dev)
+        text = self.rows_as_text(self.params["row_objects"], "text_block", wrap=60)
+        write_to_gallery(dev, text, self.image_name)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if "rows" not in mem:
+            step = view_medium(view, mem, self.image_name)
+            if step is not None:
+                return step
+            mem["rows"] = self.params["row_objects"]
+        return super().expert(view, mem)  # type: ignore[misc]
 
 
 @register_task

@@ -233,10 +233,18 @@ def test_add_from_gallery_image_and_noise_images(backend):
 
 def test_add_from_gallery_image_text_is_drawn_not_listed(backend):
     task, dev = start(backend, "ExpenseAddMultipleFromGallery", seed=3)
-    for _ in range(6):
+    for _ in range(20):  # to DCIM, then swiping past the ten newer images
         if any(e.text == "expenses.jpg" for e in backend.phone.elements()):
             break
         backend.execute(backend.expert_action())
     texts = [e.text or "" for e in backend.phone.elements()]
     assert "expenses.jpg" in texts  # the viewer's title
     assert not any(task.params["row_objects"][0]["name"] in t for t in texts if t != "expenses.jpg")
+
+
+def test_add_from_gallery_images_keep_the_order_they_were_written(backend):
+    from voyager_gym.backends.sim.apps.simple_commons import media_files
+
+    _, dev = start(backend, "ExpenseAddMultipleFromGallery")
+    names = [p.rsplit("/", 1)[1] for p in media_files(dev, "/storage/emulated/0/DCIM")]
+    assert names == [f"old_expenses_{i}.jpg" for i in range(9, -1, -1)] + ["expenses.jpg"]  # newest first

@@ -32,7 +32,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import FromImage, wrapped, write_to_gallery
+from voyager_gym.backends.sim.tasks.gallery import DCIM, FromImage, wrapped, write_to_gallery
 from voyager_gym.backends.sim.tasks.markor import read_note, write_note
 
 APP = "pro expense"
@@ -600,7 +600,8 @@ class ExpenseAddMultipleFromGallery(FromImage, _ExpenseAdd):
         return self.template
 
     def initialize(self, dev: DeviceState) -> None:
-        super().initialize(dev)
+        super().initialize(dev)  # expenses.jpg, the oldest: the gallery shows it after the ten others
+        dev.files[f"{DCIM}/{self.image_name}"].mtime_ms -= 10_000
         noise = rows_as_text(self.params["noise_row_objects"], "text_block", wrap=60)
         for i in range(10):
-            write_to_gallery(dev, noise, f"old_expenses_{i}.jpg")
+            write_to_gallery(dev, noise, f"old_expenses_{i}.jpg", age_s=9 - i)

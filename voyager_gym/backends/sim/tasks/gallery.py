@@ -175,9 +175,12 @@ def wrapped(value: str, width: int | None) -> str:
     return value if width is None else "\n".join(textwrap.wrap(value, width))
 
 
-def write_to_gallery(dev: DeviceState, text: str, file_name: str) -> None:
-    """AndroidWorld's write_to_gallery: `text` drawn into an image, saved as DCIM/`file_name`."""
-    dev.write_file(f"{DCIM}/{file_name}", text_picture(text))
+def write_to_gallery(dev: DeviceState, text: str, file_name: str, age_s: int = 0) -> None:
+    """AndroidWorld's write_to_gallery: `text` drawn into an image, saved as DCIM/`file_name`, `age_s` seconds
+    old (images written one after the other keep their order, newest last)."""
+    path = f"{DCIM}/{file_name}"
+    dev.write_file(path, text_picture(text))
+    dev.files[path].mtime_ms -= age_s * 1000
 
 
 # -- expert ------------------------------------------------------------------------------------------------

@@ -57,7 +57,11 @@ NOTE_TASKS = {  # the rows to type are in one long Markor note, past the 64 labe
     "ExpenseAddMultipleFromMarkor", "RecipeAddMultipleRecipesFromMarkor",
     "RecipeAddMultipleRecipesFromMarkor2",
 }
-PIXEL_TASKS = {"MarkorTranscribeVideo"}  # the text to type is only in the pixels (a video frame)
+PIXEL_TASKS = {  # the text to type is only in the pixels: drawn in an image or a video frame, which the
+    # accessibility tree lists without text
+    "ExpenseAddMultipleFromGallery", "MarkorTranscribeReceipt", "MarkorTranscribeVideo",
+    "RecipeAddMultipleRecipesFromImage",
+}
 
 
 @pytest.mark.slow

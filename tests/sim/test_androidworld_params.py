@@ -27,6 +27,7 @@ MATCHED = [
     # expense
     "ExpenseAddMultiple",
     "ExpenseAddMultipleFromMarkor",
+    "ExpenseAddMultipleFromGallery",
     "ExpenseAddSingle",
     "ExpenseDeleteDuplicates",
     "ExpenseDeleteDuplicates2",
@@ -87,6 +88,7 @@ MATCHED = [
     "RecipeAddMultipleRecipes",
     "RecipeAddMultipleRecipesFromMarkor",
     "RecipeAddMultipleRecipesFromMarkor2",
+    "RecipeAddMultipleRecipesFromImage",
     "RecipeAddSingleRecipe",
     "RecipeDeleteDuplicateRecipes",
     "RecipeDeleteDuplicateRecipes2",
@@ -139,6 +141,7 @@ MATCHED = [
     "VlcCreateTwoPlaylists",
     # simple gallery pro (the receipt image is drawn as AndroidWorld draws it: same bytes), simple draw pro
     "SaveCopyOfReceiptTaskEval",
+    "MarkorTranscribeReceipt",
     "SimpleDrawProCreateDrawing",
 ]
 

@@ -202,3 +202,49 @@ def test_add_from_markor_reimbursable_rows(backend):
     assert task.is_successful(dev) == 0.0  # one missing
     add_row(dev, rows[1])
     assert task.is_successful(dev) == 1.0
+
+
+def test_add_from_gallery_image_and_noise_images(backend):
+    from voyager_gym.backends.sim.apps.simple_commons import parse_picture
+    from voyager_gym.backends.sim.tasks.expense import rows_as_text
+
+    task, dev = start(backend, "ExpenseAddMultipleFromGallery")
+    rows, noise = task.params["row_objects"], task.params["noise_row_objects"]
+    assert len(rows) == 3 and len(dev.table("expense")) == 10 and rows[0]["name"] not in task.goal
+    dcim = "/storage/emulated/0/DCIM"
+    names = ["expenses.jpg"] + [f"old_expenses_{i}.jpg" for i in range(10)]
+    assert sorted(dev.files) == sorted(f"{dcim}/{n}" for n in names)  # storage cleared first
+    drawn = [t for _, _, t in parse_picture(dev.read_file(f"{dcim}/expenses.jpg"))[2]]
+    assert drawn == [ln for ln in rows_as_text(rows, "text_block").split("\n") if ln]  # short values: no wrap
+    noise_drawn = [t for _, _, t in parse_picture(dev.read_file(f"{dcim}/old_expenses_9.jpg"))[2]]
+    assert f"Expense: {noise[0]['name']}" in noise_drawn and f"Expense: {rows[0]['name']}" not in noise_drawn
+    snap = dev.snapshot()
+    for r in rows[:2]:
+        add_row(dev, r)
+    add_row(dev, rows[2], amount=rows[2]["amount"] + 1)  # one cent off
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    for r in rows:
+        add_row(dev, r)
+    assert task.is_successful(dev) == 1.0
+    add_row(dev, noise[0])  # an old expense's row added again: an extra row
+    assert task.is_successful(dev) == 0.0
+
+
+def test_add_from_gallery_image_text_is_drawn_not_listed(backend):
+    task, dev = start(backend, "ExpenseAddMultipleFromGallery", seed=3)
+    for _ in range(20):  # to DCIM, then swiping past the ten newer images
+        if any(e.text == "expenses.jpg" for e in backend.phone.elements()):
+            break
+        backend.execute(backend.expert_action())
+    texts = [e.text or "" for e in backend.phone.elements()]
+    assert "expenses.jpg" in texts  # the viewer's title
+    assert not any(task.params["row_objects"][0]["name"] in t for t in texts if t != "expenses.jpg")
+
+
+def test_add_from_gallery_images_keep_the_order_they_were_written(backend):
+    from voyager_gym.backends.sim.apps.simple_commons import media_files
+
+    _, dev = start(backend, "ExpenseAddMultipleFromGallery")
+    names = [p.rsplit("/", 1)[1] for p in media_files(dev, "/storage/emulated/0/DCIM")]
+    assert names == [f"old_expenses_{i}.jpg" for i in range(9, -1, -1)] + ["expenses.jpg"]  # newest first

@@ -37,7 +37,7 @@ def test_start_state_is_the_receipt_alone_in_dcim(backend):
     pw, ph, runs = parse_picture(dev.files[f"{DCIM}/{params['file_name']}"].content)
     texts = [t for _, _, t in runs]
     assert (pw, ph) == (500, 500) and texts[:2] == [receipt.company, receipt.slogan]
-    assert texts[2] == f"{receipt.date}, {receipt.item}, {receipt.price}"
+    assert texts[2] == receipt.lines()[0]
     assert receipt_digest(params) == hashlib.sha256(task.receipt_image(receipt).tobytes()).hexdigest()
     assert backend.score() == 0.0
 
@@ -80,7 +80,7 @@ def test_receipt_is_drawn_but_only_the_image_is_listed(backend):
     assert v.has(rid=f"{app.PKG}:id/gestures_view")
     assert not v.has(contains=receipt.company)  # the picture's text is not in the accessibility tree
     drawn = [n.text for n in backend.phone.root().walk() if n.text]
-    assert receipt.company in drawn and f"{receipt.date}, {receipt.item}, {receipt.price}" in drawn
+    assert receipt.company in drawn and receipt.lines()[0] in drawn
     frame, _, _ = backend.observe()
     assert frame is not None and frame.std() > 0
 
@@ -143,3 +143,53 @@ def test_fixture_params_start_the_task(backend):
     assert receipt_digest(sim) == inst["params"]["receipt_image"]["__image__"]["sha256"]
     assert json.loads(json.dumps(sim)) == sim  # params are JSON-able (buffers store them as JSON)
     assert content == task.receipt_picture(task.draw_receipt(random.Random(inst["seed"])))
+
+
+# -- MarkorTranscribeReceipt -----------------------------------------------------------------------------
+TRANSCRIBE = "MarkorTranscribeReceipt"
+MARKOR_DIR = f"{SDCARD}/Documents/Markor"
+
+
+def test_transcribe_start_state_is_the_receipt_png_alone(backend):
+    dev = backend.phone.dev
+    dev.write_file(f"{MARKOR_DIR}/old.md", "x")
+    params = reset(backend, TRANSCRIBE, seed=2)
+    dev = backend.phone.dev
+    assert list(dev.files) == [f"{DCIM}/receipt.png"]
+    receipt = task.MarkorTranscribeReceipt.receipt(random.Random(2))
+    pw, ph, runs = parse_picture(dev.files[f"{DCIM}/receipt.png"].content)
+    n = len(receipt.transactions)
+    assert (pw, ph) == (500, max(250, 50 * (n + 4)) * 2) and 1 <= n <= 5
+    assert [t for _, _, t in runs][2 : 2 + n] == params["text"].split("\n")[1:]  # the header is not drawn
+    assert params["text"].split("\n")[0] == "Date, Item, Amount" and backend.score() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "score"),
+    [
+        ("receipt.md", lambda t: t, 1.0),
+        ("receipt.md", lambda t: t + "\n\n", 1.0),  # stripped
+        ("receipt.md", lambda t: t.replace("$", "", 1), 1.0),  # a small slip still fuzzy-matches
+        ("receipt.md", lambda t: t.split("\n", 1)[1], 0.0),  # the header left out
+        ("receipt.md", lambda t: "Tech Gadgets Inc.\nInnovating the Future\n" + t, 0.0),  # company lines too
+        ("receipt.txt", lambda t: t, 0.0),
+        ("sub/receipt.md", lambda t: t, 0.0),
+    ],
+)
+def test_transcribe_rule_is_a_fuzzy_match_of_receipt_md(backend, name, edit, score):
+    params = reset(backend, TRANSCRIBE, seed=1)  # two transactions
+    backend.phone.dev.write_file(f"{MARKOR_DIR}/{name}", edit(params["text"]))
+    assert backend.score() == score
+
+
+def test_transcribe_expert_views_the_receipt_first(backend):
+    params = reset(backend, TRANSCRIBE, seed=4)
+    titles = []
+    for _ in range(20):
+        a = backend.expert_action()
+        if a.action_type == "status":
+            break
+        backend.execute(a)
+        titles.append(view(backend).title)
+    assert "receipt.png" in titles and backend.score() == 1.0
+    assert params["text"].split("\n")[1] not in [t for t in titles if t]

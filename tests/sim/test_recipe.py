@@ -252,3 +252,27 @@ def test_add_from_markor2_only_the_recipes_of_the_prep_time(backend):
     assert task.is_successful(dev) == 1.0
     insert_recipe(dev, **noise[0])  # a recipe of another prep time too
     assert task.is_successful(dev) == 0.0
+
+
+def test_add_from_image_draws_wrapped_text_blocks(backend):
+    from voyager_gym.backends.sim.apps.simple_commons import parse_picture
+    from voyager_gym.backends.sim.tasks.recipe import rows_as_text
+
+    task, dev = start(backend, "RecipeAddMultipleRecipesFromImage")
+    rows = task.params["row_objects"]
+    assert list(dev.files) == ["/storage/emulated/0/DCIM/recipes.jpg"] and len(dev.table("recipes")) == 10
+    assert rows[0]["title"] not in task.goal
+    drawn = [t for _, _, t in parse_picture(dev.read_file("/storage/emulated/0/DCIM/recipes.jpg"))[2]]
+    assert all(len(t.split(": ", 1)[-1]) <= 60 for t in drawn) and len(drawn) > 3 * 6  # values wrap at 60
+    assert " ".join(drawn).split() == rows_as_text(rows, "text_block").split()  # nothing else lost
+    snap = dev.snapshot()
+    for r in rows[:2]:
+        insert_recipe(dev, **r)
+    insert_recipe(dev, **{**rows[2], "preparationTime": "99 mins"})  # one column off
+    assert task.is_successful(dev) == 0.0
+    dev = snap.snapshot()
+    for r in rows:
+        insert_recipe(dev, **r)
+    assert task.is_successful(dev) == 1.0
+    dev.table("recipes")[0]["title"] = "changed"  # a noise recipe altered
+    assert task.is_successful(dev) == 0.0

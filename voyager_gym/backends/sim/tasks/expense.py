@@ -32,6 +32,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.gallery import DCIM, FromImage, wrapped, write_to_gallery
 from voyager_gym.backends.sim.tasks.markor import read_note, write_note
 
 APP = "pro expense"
@@ -222,7 +223,8 @@ def amount_dollars(cents: int) -> str:
     return f"${cents / 100}"
 
 
-def rows_as_text(rows: list[dict[str, Any]], fmt: str) -> str:
+def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
+    """AndroidWorld's text of expense rows: csv, or text blocks whose values wrap at `wrap` columns."""
     fields = ("name", "amount_dollars", "category_name", "note")
 
     def value(r: dict[str, Any], f: str) -> str:
@@ -235,7 +237,8 @@ def rows_as_text(rows: list[dict[str, Any]], fmt: str) -> str:
         return "|".join(fields) + "\n" + "\n".join("|".join(value(r, f) for f in fields) for r in rows)
     blocks = []
     for r in rows:
-        blocks.append(f"Expense: {r['name']}\n" + "".join(f" {f}: {value(r, f)}\n" for f in fields[1:]))
+        lines = "".join(f" {f}: {wrapped(value(r, f), wrap)}\n" for f in fields[1:])
+        blocks.append(f"Expense: {r['name']}\n{lines}")
     return "\n".join(blocks)
 
 
@@ -575,3 +578,30 @@ class ExpenseAddMultipleFromMarkor(_ExpenseAdd):
                 if note.endswith(REIMBURSABLE)
             ]
         return super().expert(view, mem)
+
+
+# -- add the expenses drawn in an image (AndroidWorld's write_to_gallery) -----------------------------------
+@register_task
+class ExpenseAddMultipleFromGallery(FromImage, _ExpenseAdd):
+    """expenses.jpg in DCIM draws the three targets as text blocks (values wrapped at 60 columns), beside
+    old_expenses_0..9.jpg, each drawing the ten noise rows the app already holds; storage is cleared first."""
+
+    name = "ExpenseAddMultipleFromGallery"
+    app_names = (APP, "simple gallery pro")
+    complexity = 6
+    n_rows = 3
+    n_noise = 10
+    template = f"Add the expenses from expenses.jpg in Simple Gallery Pro to {APP}."
+    image_name = "expenses.jpg"
+    rows_as_text = staticmethod(rows_as_text)
+
+    @property
+    def goal(self) -> str:
+        return self.template
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)  # expenses.jpg, the oldest: the gallery shows it after the ten others
+        dev.files[f"{DCIM}/{self.image_name}"].mtime_ms -= 10_000
+        noise = rows_as_text(self.params["noise_row_objects"], "text_block", wrap=60)
+        for i in range(10):
+            write_to_gallery(dev, noise, f"old_expenses_{i}.jpg", age_s=9 - i)

@@ -1,11 +1,15 @@
-"""Simple Gallery Pro task: save a copy of a receipt image from DCIM in Download.
+"""Simple Gallery Pro tasks: save a copy of a receipt image from DCIM in Download, and transcribe a receipt
+image into a Markor note (MarkorTranscribeReceipt, here beside the receipt it draws: this module imports
+tasks/markor.py). Also the images of text other apps' tasks put in DCIM (AndroidWorld's write_to_gallery) and
+the expert's way to view a medium.
 
-AndroidWorld draws a receipt (a company and slogan, one transaction: date, item, price) and renders it as a
-500x500 image, the `receipt_image` param. SimDroid makes the same draws and renders the same image (the same
-bytes where the same fonts are installed), kept in params in the JSON form AndroidWorld's export gives it
-(mode, size, digest of the bytes). The device gets the receipt as a picture file in DCIM: the image's lines
-of text at the image's positions, which the gallery draws on screen. Start state and rule are AndroidWorld's:
-storage cleared, the receipt in DCIM; success when Download holds a file or folder of that name.
+AndroidWorld draws a receipt (a company and slogan, transactions: date, item, price; one for the copy, 1-5 to
+transcribe) and renders it as an image, for the copy the 500x500 `receipt_image` param. SimDroid makes the
+same draws and renders the same image (the same bytes where the same fonts are installed), kept in params in
+the JSON form AndroidWorld's export gives it (mode, size, digest of the bytes). The device gets the receipt
+as a picture file in DCIM: the image's lines of text at the image's positions, which the gallery draws on
+screen. Start state and rule are AndroidWorld's: storage cleared, the receipt in DCIM; the copy succeeds
+when Download holds a file or folder of that name, the transcription when receipt.md fuzzy-matches.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import dataclasses
 import datetime as dt
 import functools
 import random
+import textwrap
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
@@ -34,7 +39,12 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.markor import clear_storage, exists_under
+from voyager_gym.backends.sim.tasks.markor import (
+    clear_storage,
+    create_note_expert,
+    created_file_ok,
+    exists_under,
+)
 
 DCIM = f"{SDCARD}/DCIM"
 DOWNLOAD = f"{SDCARD}/Download"
@@ -63,34 +73,51 @@ FONT_FILES = (
     "DejaVuSans-Bold.ttf",
     "LiberationSans-Regular.ttf",
 )  # AndroidWorld's font search order
-SIZE = (500, 500)  # one transaction: max(250, 50 * 5) * 2 high
+def receipt_size(n: int) -> tuple[int, int]:
+    """AndroidWorld's receipt size for `n` transactions: 500 wide, max(250, 50 * (n + 4)) * 2 high."""
+    return 500, max(250, 50 * (n + 4)) * 2
+
+
+SIZE = receipt_size(1)
+HEADER = "Date, Item, Amount"
 
 
 @dataclasses.dataclass(frozen=True)
 class Receipt:
     company: str
     slogan: str
-    date: dt.date
-    item: str
-    price: str  # "$12.34"
+    transactions: tuple[tuple[dt.date, str, str], ...]  # (date, item, price "$12.34")
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return receipt_size(len(self.transactions))
+
+    def lines(self) -> list[str]:
+        """The transactions as the receipt prints them: "2023-03-23, Monitor Stand, $33.22"."""
+        return [f"{date}, {item}, {price}" for date, item, price in self.transactions]
+
+    def text(self) -> str:
+        """AndroidWorld's text of the receipt without its company lines: the csv header, then the lines."""
+        return "\n".join([HEADER, *self.lines()])
 
     def blocks(self) -> list[tuple[int, int, str]]:
         """(y, font size, text) of each block as AndroidWorld draws it (x is 10)."""
-        return [
-            (100, 20, f"{self.company}\n{self.slogan}"),
-            (170, 16, f"{self.date}, {self.item}, {self.price}"),
-            (SIZE[1] - 40, 12, FOOTER),
-        ]
+        rows = [(170 + 30 * i, 16, line) for i, line in enumerate(self.lines())]
+        return [(100, 20, f"{self.company}\n{self.slogan}"), *rows, (self.size[1] - 40, 12, FOOTER)]
 
 
-def draw_receipt(rng: random.Random) -> Receipt:
-    """AndroidWorld's draws: company, slogan, item, price, then the date (a 2023 day before the device's)."""
+def draw_receipt(rng: random.Random, n: int = 1) -> Receipt:
+    """AndroidWorld's draws: company, slogan, then per transaction its item, price and date (a 2023 day
+    before the device's)."""
     company, slogan = rng.choice(COMPANIES), rng.choice(SLOGANS)
-    item, (lo, hi) = rng.choice(ITEMS)
-    price = rng.uniform(lo, hi)
     start = dt.date(2023, 1, 1)
-    date = start + dt.timedelta(days=rng.randrange((vocab.DEVICE_DATE - start).days))
-    return Receipt(company, slogan, date, item, f"${price:.2f}")
+    transactions = []
+    for _ in range(n):
+        item, (lo, hi) = rng.choice(ITEMS)
+        price = rng.uniform(lo, hi)
+        date = start + dt.timedelta(days=rng.randrange((vocab.DEVICE_DATE - start).days))
+        transactions.append((date, item, f"${price:.2f}"))
+    return Receipt(company, slogan, tuple(transactions))
 
 
 @functools.cache
@@ -109,20 +136,51 @@ def _line_step(size: int) -> int:
 
 
 def receipt_image(r: Receipt) -> Image.Image:
-    img = Image.new("RGB", SIZE, color=(255, 255, 255))
+    img = Image.new("RGB", r.size, color=(255, 255, 255))
     d = ImageDraw.Draw(img)
     for y, size, text in r.blocks():
         d.text((10, y), text, fill=(0, 0, 0), font=_font(size))
     return img
 
 
-def receipt_picture(r: Receipt) -> str:
+def receipt_picture(r: Receipt, fmt: str = "JPEG") -> str:
     """The receipt as a picture file's content: every line of text at the height the image draws it."""
     runs = []
     for y, size, text in r.blocks():
         for i, line in enumerate(text.split("\n")):
             runs.append((y + i * _line_step(size), size, line))
-    return picture_content("JPEG", SIZE[0], SIZE[1], runs)
+    return picture_content(fmt, r.size[0], r.size[1], runs)
+
+
+def text_picture(text: str, font_size: int = 24) -> str:
+    """AndroidWorld's text image (user_data_generation's _draw_text) as a picture file's content: each
+    non-empty line at x 10 below the last by its glyph box's bottom, an empty line half the font size; the
+    image 20 px wider than the widest line and 20 px taller than the lines."""
+    font = _font(font_size)
+    runs, y, width = [], 10, 0
+    for line in text.split("\n"):
+        box = font.getbbox(line)
+        width = max(width, int(box[2]))
+        if line.strip():
+            runs.append((y, font_size, line))
+            y += int(box[3])
+        else:
+            y += font_size // 2
+    return picture_content("JPEG", width + 20, y + 10, runs)
+
+
+def wrapped(value: str, width: int | None) -> str:
+    """A text block's value as AndroidWorld wraps it for an image: lines of at most `width` columns
+    (textwrap's wrap, joined by newlines); unchanged without a width."""
+    return value if width is None else "\n".join(textwrap.wrap(value, width))
+
+
+def write_to_gallery(dev: DeviceState, text: str, file_name: str, age_s: int = 0) -> None:
+    """AndroidWorld's write_to_gallery: `text` drawn into an image, saved as DCIM/`file_name`, `age_s` seconds
+    old (images written one after the other keep their order, newest last)."""
+    path = f"{DCIM}/{file_name}"
+    dev.write_file(path, text_picture(text))
+    dev.files[path].mtime_ms -= age_s * 1000
 
 
 # -- expert ------------------------------------------------------------------------------------------------
@@ -140,6 +198,61 @@ def folder_picker_expert(view: View, dest: str) -> Action | None:
         return click(target)
     root = view.find(text=INTERNAL, rid_suffix=":id/breadcrumb_text")
     return click(root) if root is not None else back()
+
+
+def view_medium(view: View, mem: dict[str, Any], name: str, folder: str = "DCIM") -> Action | None:
+    """Simple Gallery Pro -> `folder` -> its first thumbnail -> swipes through the viewer until its title is
+    `name`; None once the viewer shows it."""
+    if view.app != app.PKG:
+        return open_app("Simple Gallery Pro")
+    title = view.title or ""
+    image = view.find(rid=f"{app.PKG}:id/gestures_view")
+    if image is not None:  # the viewer
+        if title == name:
+            return None
+        seen = mem.setdefault("viewed", [])
+        if title in seen:  # every medium seen: the file is not here (should not happen)
+            return back()
+        seen.append(title)
+        return scroll("right", image)
+    if title == folder:
+        thumbs = view.find_all(rid=f"{app.PKG}:id/medium_thumbnail")
+        if thumbs:
+            return click(thumbs[0])
+    if view.has(desc="Done"):  # a selection is open
+        return click(view.find(desc="Done"))
+    tile = view.find(text=folder, rid=f"{app.PKG}:id/dir_name")
+    return click(tile) if tile is not None else back()
+
+
+
+class FromImage:
+    """For an add-many task (listed before its base class) whose rows AndroidWorld draws into a DCIM image as
+    text blocks wrapped at 60 columns, after clearing storage: the image `image_name` of `rows_as_text`. Its
+    expert views the image in the gallery, then takes the rows from the params that drew it, standing for
+    reading the image's pixels (the accessibility tree shows only the ImageView), and adds them as the base
+    task's expert does with `mem["rows"]`."""
+
+    image_name: str
+    params: dict[str, Any]
+
+    @staticmethod
+    def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
+        raise NotImplementedError
+
+    def initialize(self, dev: DeviceState) -> None:
+        super().initialize(dev)  # type: ignore[misc]
+        clear_storage(dev)
+        text = self.rows_as_text(self.params["row_objects"], "text_block", wrap=60)
+        write_to_gallery(dev, text, self.image_name)
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        if "rows" not in mem:
+            step = view_medium(view, mem, self.image_name)
+            if step is not None:
+                return step
+            mem["rows"] = self.params["row_objects"]
+        return super().expert(view, mem)  # type: ignore[misc]
 
 
 @register_task
@@ -173,8 +286,6 @@ class SaveCopyOfReceiptTaskEval(SimTask):
         name = self.params["file_name"]
         if view.has(text="Files copied successfully"):
             return done()
-        if view.app != app.PKG:
-            return open_app("Simple Gallery Pro")
         picker = folder_picker_expert(view, "Download")
         if picker is not None:
             return picker
@@ -185,21 +296,50 @@ class SaveCopyOfReceiptTaskEval(SimTask):
             return click(view.find(text="Other folder"))
         if view.has(text="Copy to", rid="android:id/title"):
             return click(view.find(text="Copy to", rid="android:id/title"))
-        title = view.title or ""
-        image = view.find(rid=f"{app.PKG}:id/gestures_view")
-        if image is not None:  # the viewer
-            if title == name:
-                return click(view.find(desc="More options"))
-            seen = mem.setdefault("viewed", [])
-            if title in seen:  # every medium seen: the file is not here (should not happen)
-                return back()
-            seen.append(title)
-            return scroll("right", image)
-        if title == "DCIM":
-            thumbs = view.find_all(rid=f"{app.PKG}:id/medium_thumbnail")
-            if thumbs:
-                return click(thumbs[0])
-        if view.has(desc="Done"):  # a selection is open
-            return click(view.find(desc="Done"))
-        dcim = view.find(text="DCIM", rid=f"{app.PKG}:id/dir_name")
-        return click(dcim) if dcim is not None else back()
+        step = view_medium(view, mem, name)
+        return click(view.find(desc="More options")) if step is None else step
+
+
+# -- a receipt of 1-5 transactions to transcribe into a Markor note -----------------------------------------
+@register_task
+class MarkorTranscribeReceipt(SimTask):
+    """receipt.png in DCIM (storage cleared first, as AndroidWorld's CreateFile setup does) lists 1-5
+    transactions; receipt.md in Markor must hold them as csv under the header "Date, Item, Amount" (the `text`
+    param, AndroidWorld's receipt text without its company lines), fuzzy-matched as AndroidWorld's CreateFile
+    does. The image param (AndroidWorld pops it before params are recorded) is drawn again from the seed."""
+
+    name = "MarkorTranscribeReceipt"
+    app_names = ("simple gallery pro", "markor")
+    complexity = 1.8
+    template = (
+        "Create a file in Markor, called receipt.md with the transactions from the receipt.png. Use Simple "
+        'Gallery to view the receipt. Please enter transactions in csv format including the header "Date, '
+        'Item, Amount".'
+    )
+
+    @staticmethod
+    def receipt(rng: random.Random) -> Receipt:
+        return draw_receipt(rng, rng.randint(1, 5))
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return {"file_name": "receipt.md", "text": cls.receipt(rng).text()}
+
+    def initialize(self, dev: DeviceState) -> None:
+        clear_storage(dev)
+        receipt = self.receipt(random.Random(self.params.get("seed", 0)))
+        dev.write_file(f"{DCIM}/receipt.png", receipt_picture(receipt, "PNG"))
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if created_file_ok(dev, self.params["file_name"], self.params["text"]) else 0.0
+
+    def expert(self, view: View, mem: dict[str, Any]) -> Action:
+        """DCIM -> receipt.png in the viewer, then in Markor a new receipt.md with the transactions. The
+        expert takes the receipt's text from the `text` param, standing for reading it off the image's pixels
+        (the accessibility tree shows only the ImageView)."""
+        if not mem.get("seen"):
+            step = view_medium(view, mem, "receipt.png")
+            if step is not None:
+                return step
+            mem["seen"] = True
+        return create_note_expert(view, mem, self.params["file_name"], self.params["text"])

@@ -28,6 +28,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.gallery import FromImage, wrapped
 from voyager_gym.backends.sim.tasks.markor import read_note, write_note
 
 APP = "broccoli app"
@@ -362,12 +363,16 @@ def distinct_recipes(
     return out
 
 
-def rows_as_text(rows: list[dict[str, Any]], fmt: str) -> str:
+def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
+    """AndroidWorld's text of recipe rows: csv, or text blocks whose values wrap at `wrap` columns."""
     if fmt == "csv":
         return (
             "|".join(GOAL_FIELDS) + "\n" + "\n".join("|".join(str(r[f]) for f in GOAL_FIELDS) for r in rows)
         )
-    blocks = [f"Recipe: {r['title']}\n" + "".join(f" {f}: {r[f]}\n" for f in GOAL_FIELDS[1:]) for r in rows]
+    blocks = [
+        f"Recipe: {r['title']}\n" + "".join(f" {f}: {wrapped(r[f], wrap)}\n" for f in GOAL_FIELDS[1:])
+        for r in rows
+    ]
     return "\n".join(blocks)
 
 
@@ -923,3 +928,20 @@ class RecipeAddMultipleRecipesFromMarkor2(RecipeAddMultipleRecipesFromMarkor):
 
     def wanted(self, row: dict[str, str]) -> bool:
         return row.get("preparationTime") == self.params["prep_time"]
+
+
+# -- add the recipes drawn in an image (AndroidWorld's write_to_gallery) ------------------------------------
+@register_task
+class RecipeAddMultipleRecipesFromImage(FromImage, RecipeAddMultipleRecipes):
+    """recipes.jpg, alone in DCIM once storage is cleared, draws the three targets as text blocks (values
+    wrapped at 60 columns, whatever format was drawn)."""
+
+    name = "RecipeAddMultipleRecipesFromImage"
+    app_names = (APP, "simple gallery pro")
+    template = "Add the recipes from recipes.jpg in Simple Gallery Pro to the Broccoli recipe app."
+    image_name = "recipes.jpg"
+    rows_as_text = staticmethod(rows_as_text)
+
+    @property
+    def goal(self) -> str:
+        return self.template

@@ -66,7 +66,7 @@ from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_sched
 from algos.prompt import PolicyInput, render_response
 from algos.timing import PHASES
 from voyager_gym import actions as A
-from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action, try_parse_action
+from voyager_gym.actions import ACTION_TYPES, DIRECTIONS, GOAL_STATUSES, Action, ActionError, try_parse_action
 from voyager_gym.observation import UIElement
 
 TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")  # digit runs, letter runs, single symbols ("13h" is 13, h)
@@ -1309,9 +1309,16 @@ class SmallPolicy(Policy):
         outs, tg = [], Targets.empty(bsz)
         el = el_t.tolist()
         for i, (f, t) in enumerate(zip(feats, types.tolist(), strict=True)):
-            a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
-                                   picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i], fmt[i],
-                                   counted[i], qty[i], added[i])
+            try:
+                a = self._build_action(f, ACTION_TYPES[t], el[i], picks["direction"][i], picks["status"][i],
+                                       picks["app"][i], picks["tap"][i], copy[i], picks["op"][i], sel[i],
+                                       fmt[i], counted[i], qty[i], added[i])
+            except ActionError as e:
+                # the heads spelled an action no env takes (typed text over MAX_TEXT_CHARS, e.g. a copy above
+                # a long note): it is sent as an invalid action, scored as `log_probs` scores its text
+                tg.parsed[i] = False
+                outs.append(f"(invalid action: {e})")
+                continue
             self._fill_target(tg, i, f, a)
             outs.append(a)
         slots = torch.tensor([e or 0 for e in tg.element], dtype=torch.long, device=self.device)
@@ -1319,7 +1326,8 @@ class SmallPolicy(Policy):
             self._conditioned(b, hidden, hd, types, slots, text)
         logp = self._score(hd, tg).tolist()
         values = hd.value.tolist()
-        return [PolicyOutput(text=render_response(a), action=a, logprob=lp, value=v)
+        return [PolicyOutput(text=a, action=None, logprob=lp, value=v) if isinstance(a, str) else
+                PolicyOutput(text=render_response(a), action=a, logprob=lp, value=v)
                 for a, lp, v in zip(outs, logp, values, strict=True)]
 
     def _type_log_probs(self, b: Batch, h_cls: torch.Tensor) -> torch.Tensor:

@@ -462,6 +462,23 @@ def test_typed_text_around_the_fields_text_round_trips():
     assert (pol.log_probs([x] * 3, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
 
 
+def test_text_over_the_env_limit_is_an_invalid_action_not_a_crash():
+    """Text typed above or below a field already near MAX_TEXT_CHARS would exceed it: act sends such a
+    sample as an invalid action (the env refuses it) and reports the log-prob `log_probs` gives its text."""
+    from voyager_gym.actions import MAX_TEXT_CHARS, try_parse_action
+
+    note = UIElement(text="word " * ((MAX_TEXT_CHARS - 8) // 5), is_editable=True,
+                     bbox_pixels=BoundingBox(0, 1080, 300, 900))
+    x = PolicyInput(goal='Add "Buy milk" to the note.', elements=[note])
+    pol = SmallPolicy(seed=0)
+    outs = pol.act([x] * 300)
+    bad = [o for o in outs if o.action is None]
+    assert bad and all(o.text.startswith("(invalid action: input_text text is") for o in bad)
+    assert all(try_parse_action(o.text)[0] is None for o in bad)
+    lp = pol.log_probs([x] * len(bad), [o.text for o in bad])
+    assert torch.allclose(lp, torch.tensor([o.logprob for o in bad]))
+
+
 def test_token_shapes_mark_what_touches_each_token():
     from algos.policies.small import N_KIND, N_SHAPES, N_SIDE, token_shape
 

@@ -9,7 +9,7 @@ it makes SimDroid's eval suite AndroidWorld's own, instance for instance, whatev
 (checked against android_world d9c569f: equal to the committed fixture for 114 of its 116 tasks; the other
 two are not a function of the seed: MarkorCreateFolder reads the wall clock, MarkorTranscribeReceipt's
 receipt comes from another random generator);
-without android_world, SimDroid's generators draw the same params for 76 of its 77 tasks
+without android_world, SimDroid's generators draw the same params for 115 of its 116 tasks
 (`tests/data/androidworld_params.json`, MarkorCreateFolder reading AndroidWorld's wall clock the exception).
 
 This module imports only the standard library (android_world lazily), so `tools/export_androidworld_params.py`
@@ -60,7 +60,7 @@ class AndroidWorldGenerators:
             raise ImportError(
                 "params from AndroidWorld's own generators need the android_world package "
                 "(google-research/android_world) importable; without it, SimDroid's generators draw the same "
-                "params for 76 of its 77 tasks"
+                "params for 115 of its 116 tasks"
             ) from e
         reg = registry.TaskRegistry()
         self.classes: dict[str, Any] = dict(reg.get_registry(reg.ANDROID_WORLD_FAMILY))

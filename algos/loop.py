@@ -28,7 +28,7 @@ class LoopConfig:
     """What every algorithm's config shares. Subclasses add their own fields."""
 
     iterations: int = 6  # rollout + update iterations (ignored when the loop is given an env-step budget)
-    instances_per_iter: int = 154  # fresh training task instances per iteration (2 per task for 77 tasks)
+    instances_per_iter: int = 154  # fresh training task instances per iteration (the suite's tasks in turn)
     group_size: int = 8  # G: rollouts per instance
     eval_every: int = 1  # evaluate Pass@1 every this many iterations (and after the last)
 

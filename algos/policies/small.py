@@ -13,14 +13,17 @@ an index action, or a point of a grid over its box: the far end of a slider); a 
 app from the launcher's list or a name copied from the goal ("the dialer app"); copied text for input_text
 and answers: a source (the goal, or an element's label) and a token span in it, so typed text and answers can
 be read off the screen ("20" in "Attendance: 20 people"); and for answers that are lists, a Bernoulli per
-element whose labels are joined by ", " in screen order; computed answers count elements, read the quantity
-one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli selection. A
+element whose labels are joined by ", " in element order (an answer listing them in another order is the
+same answer: AndroidWorld compares list parts in any order); computed answers count elements, read the
+quantity one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli
+selection. A label is copyable over its first MAX_LABEL_TOKENS tokens (a long note's every row). A
 value comes from CLS. The response is the usual
 `Reason: ... Action: {json}` text, so the buffer, the env and the other policies never know the difference.
 `round_trip` encodes any action as these targets and decodes it back (benchmarks/policy_coverage.py).
 With `memory=K` the policy also reads the last K elements of the episode's earlier screens
 (`PolicyInput.seen`) after the screen's own, with their own positions: a typed text, a span or a quantity
-may come from them; taps, typing targets, lists and counts stay on the current screen. (Reading them only as
+may come from them, and so may a list's items and a sum's terms (a list scrolled through); taps, typing
+targets and counts stay on the current screen. (Reading them only as
 keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations per
 task.)
 
@@ -36,7 +39,8 @@ Speed (2 cores, benchmarks/policy_speed.py): features are cached per goal / elem
 goal-element overlaps per goal and element), the goal is read as memory rather than as part of the sequence
 (queries are only CLS, history and elements: ~2.2x faster encoding at rollout batch sizes), a batch
 runs in length-sorted groups padded to their own longest sample, the feed-forward width is d_model, and label
-spans are scored over the flat list of label tokens (never a [B, E, S, d] tensor), ends only for the starts
+spans are scored over the flat list of label tokens (never a [B, E, S] tensor, let alone [B, E, S, d]: a
+note body has thousands), start log-probs normalised per label by segment ops, ends only for the starts
 that are asked about. Training (fit_sft, ~1,090 samples/s at batch 64): one EmbeddingBag call per forward
 pass for every word (so one dense embedding gradient), and gathers with gradients are index_selects, whose
 backward is an index_add rather than a serial accumulating index_put.
@@ -79,7 +83,8 @@ def compact(text: str) -> str:
 FLOOR_LOGPROB = -20.0  # log-prob of a response component the model cannot represent (constant, no gradient)
 SCREEN_W, SCREEN_H = 1080.0, 2400.0
 MAX_ELEMENT_WORDS = 32  # words pooled per element (long note bodies are cut)
-MAX_LABEL_TOKENS = 64  # tokens of an element's label that typed text and answers can copy a span from
+MAX_LABEL_TOKENS = 4096  # tokens of an element's label that typed text and answers can copy a span from
+LABEL_POSITIONS = 64  # label token positions with their own embedding (later tokens share the last one)
 TAP_GRID = (9, 3)  # a tap inside an element: columns x rows of the grid of points (besides its centre)
 NEG = -1e9  # finite "minus infinity" for masked logits: no NaN even when a whole row is masked
 TYPE_INDEX = {t: i for i, t in enumerate(ACTION_TYPES)}
@@ -440,9 +445,10 @@ class Batch:
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
     lab_shape: torch.Tensor  # [N] each flat label token's shape
-    lab_mask: torch.Tensor  # [B, E, S] where a label token is
+    lab_len: torch.Tensor  # [B, E] how many label tokens each element has (0: none)
+    lab_off: torch.Tensor  # [B, E] where each element's label tokens start in the flat arrays
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
-    summand: torch.Tensor  # [B, E] an element of the screen whose quantity is not zero (a sum's term)
+    summand: torch.Tensor  # [B, E] an element read (on the screen or earlier) whose quantity is not zero
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
@@ -484,7 +490,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
             el_lens[b, :k] = f.el_lens
             for i, e in enumerate(f.elements):
                 has_quantity[b, i] = e.quantity is not None
-                summand[b, i] = i < f.n_cur and e.summand > 0
+                summand[b, i] = e.summand > 0
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_shape.append(e.tokens.shapes)
@@ -496,7 +502,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     n_lab = np.array([len(ids) for ids in lab_ids], np.int64)
     lab_lens = np.zeros((bsz, e_max), np.int64)
     lab_lens[lab_b, lab_e] = n_lab
-    s_max = int(n_lab.max()) if len(n_lab) else 1
+    lab_off = np.zeros((bsz, e_max), np.int64)
+    lab_off[lab_b, lab_e] = np.cumsum(n_lab) - n_lab
     lab_at = np.stack([np.repeat(np.array(lab_b, np.int64), n_lab),
                        np.repeat(np.array(lab_e, np.int64), n_lab),
                        np.arange(n_lab.sum()) - np.repeat(np.cumsum(n_lab) - n_lab, n_lab)], 1)
@@ -531,7 +538,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         summand=t(summand),
         cur_mask=torch.arange(e_max, device=device)[None] < t(n_cur)[:, None],
         n_cur=t(n_cur),
-        lab_mask=torch.arange(s_max, device=device)[None, None] < t(lab_lens)[:, :, None],
+        lab_len=t(lab_lens),
+        lab_off=t(lab_off),
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
     )
@@ -631,7 +639,7 @@ class PointerNet(nn.Module):
         self.goal_source = nn.Parameter(torch.zeros(d))  # key of the "copy from the goal" source
         self.start_q, self.start_k = nn.Linear(d, d), nn.Linear(d, d)
         self.end_q, self.end_k, self.end_from_start = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-        self.tok_pos = nn.Embedding(MAX_LABEL_TOKENS, d)
+        self.tok_pos = nn.Embedding(LABEL_POSITIONS, d)
         self.tok_edge = nn.Embedding(4, d)  # a label token is inner, its first, its last, or the only one
         self.label_from_element = nn.Linear(d, d)
         self.lstart_q, self.lstart_k = nn.Linear(d, d), nn.Linear(d, d)
@@ -758,6 +766,15 @@ def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     return torch.log_softmax(logits.masked_fill(~mask, NEG), -1)
 
 
+def _segment_log_softmax(x: torch.Tensor, seg: torch.Tensor, n_seg: int) -> torch.Tensor:
+    """Log-softmax of flat values `x` [N] within each segment `seg` [N] (ids < n_seg)."""
+    if not len(x):
+        return x
+    top = x.new_full((n_seg,), NEG).scatter_reduce(0, seg, x.detach(), "amax")[seg]
+    tot = x.new_zeros(n_seg).index_add(0, seg, torch.exp(x - top))
+    return x - top - torch.log(tot)[seg]
+
+
 @dataclasses.dataclass
 class TextHead:
     """Log-probs of a copied text: its source (slot 0 the goal, slot i + 1 element i's label), then a span in
@@ -770,9 +787,10 @@ class TextHead:
     goal_states: torch.Tensor  # [B, T, d]: goal token states (the end query also reads the start's)
     goal_mask: torch.Tensor  # [B, T]
     end_from_start: nn.Module
-    label_start: torch.Tensor  # [B, E, S]
-    label_end: torch.Tensor  # [B, E, S]: end logits (NEG where no token)
-    label_after: torch.Tensor  # [B, E, S]: log-sum of end logits at positions >= each start
+    label_start: torch.Tensor  # [N] log p(start) of every flat label token, within its element's label
+    label_end: torch.Tensor  # [N] end logits of every flat label token
+    label_len: torch.Tensor  # [B, E] tokens in each element's label
+    label_off: torch.Tensor  # [B, E] where each element's tokens start in the flat tensors
     scale: float  # 1 / (sqrt(d) * temperature)
 
     def goal_end(self, rows: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
@@ -784,15 +802,34 @@ class TextHead:
         ok[:, 0] |= ~ok.any(1)
         return _masked_log_softmax(logits, ok)
 
+    def _label_rows(self, flat: torch.Tensor, rows: torch.Tensor,
+                    els: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Element `els`' label values of sample `rows`, padded to the longest of them: [N, S] values, token
+        mask and positions. Only the labels asked about are gathered (a note body may have thousands)."""
+        n, off = self.label_len[rows, els], self.label_off[rows, els]
+        pos = torch.arange(max(1, int(n.max())) if len(n) else 1, device=rows.device)
+        ok = pos[None] < n[:, None]
+        if not len(flat):
+            return flat.new_full(ok.shape, NEG), ok, pos
+        vals = flat[(off[:, None] + pos[None]).clamp(max=len(flat) - 1)]
+        return vals.masked_fill(~ok, NEG), ok, pos
+
+    def label_start_lp(self, rows: torch.Tensor, els: torch.Tensor) -> torch.Tensor:
+        """log p(start) [N, S] over element `els`' label tokens (a finite dummy row where it has none)."""
+        lp, ok, _ = self._label_rows(self.label_start, rows, els)
+        lp[:, 0] = torch.where(ok.any(1), lp[:, 0], torch.zeros_like(lp[:, 0]))
+        return lp
+
+    def label_start_at(self, rows: torch.Tensor, els: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """log p(start) [N] of the given starts (each inside its element's label)."""
+        return self.label_start[self.label_off[rows, els] + starts]
+
     def label_end_lp(self, rows: torch.Tensor, els: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, S] for spans of element `els`' labels starting at `starts`."""
-        en = self.label_end[rows, els]
-        pos = torch.arange(en.shape[1], device=rows.device)
-        lp = en - self.label_after[rows, els, starts][:, None]
-        lp = lp.masked_fill((pos[None] < starts[:, None]) | (en <= NEG / 2), NEG)
-        none = (lp <= NEG / 2).all(1)  # no label there (another source was chosen): a finite dummy row
-        lp[:, 0] = torch.where(none, torch.zeros_like(lp[:, 0]), lp[:, 0])
-        return lp
+        en, ok, pos = self._label_rows(self.label_end, rows, els)
+        ok = ok & (pos[None] >= starts[:, None])
+        ok[:, 0] |= ~ok.any(1)  # no label there (another source was chosen): a finite dummy row
+        return _masked_log_softmax(en, ok)
 
 
 @dataclasses.dataclass
@@ -932,7 +969,7 @@ class SmallPolicy(Policy):
         for i in _NEEDS_EL_IDX:
             needs |= types == i
         el_mask = torch.cat([~needs[:, None], b.cur_mask], 1)
-        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), (b.has_label & b.cur_mask).any(1),
+        op_mask = torch.stack([torch.ones_like(b.n_goal, dtype=torch.bool), b.has_label.any(1),
                                b.cur_mask.any(1), b.has_quantity.any(1), b.summand.any(1)], 1)  # ANSWER_OPS
         app_mask = torch.ones(bsz, len(self.app_names) + 1, dtype=torch.bool, device=types.device)
         app_mask[:, -1] = b.n_goal > 0  # a name copied from the goal needs a goal
@@ -967,39 +1004,37 @@ class SmallPolicy(Policy):
         # source: the goal, or an element with a label (app names come from the goal only)
         src_keys = torch.cat([m.goal_source.expand(bsz, 1, -1), m.src_k(h_el)], 1)
         src_logits = torch.einsum("bd,bed->be", m.src_q(ctx), src_keys) * scale / tau
-        src_mask = torch.cat([(b.n_goal > 0)[:, None], b.lab_mask.any(-1) & ~goal_only[:, None]], 1)
+        src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
         gm = b.goal_mask.clone()
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
-        # [B, E, S, d] tensor): q . W(v) = (W^T q) . v + q . bias
-        e_len, s_len = b.lab_mask.shape[1], b.lab_mask.shape[2]
+        # [B, E, S] tensor, let alone [B, E, S, d]: a note body may have thousands of tokens):
+        # q . W(v) = (W^T q) . v + q . bias
+        e_len = b.lab_len.shape[1]
         row, el, pos = b.lab_at.unbind(1) if len(b.lab_ids) else (b.lab_ids,) * 3
-        edge = (pos == 0).long() + 2 * (pos == b.lab_mask.sum(-1)[row, el] - 1).long()
+        edge = (pos == 0).long() + 2 * (pos == b.lab_len[row, el] - 1).long()
         # index_select rather than indexing: its backward is an index_add, not a serial accumulating index_put
-        tok = (b.lab_words + m.tok_pos.weight.index_select(0, pos) + m.tok_edge.weight.index_select(0, edge)
+        far = pos.clamp(max=LABEL_POSITIONS - 1)
+        tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
                + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
             q = q_lin(ctx)
-            flat = ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
+            return ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
                     + (q @ k_lin.bias).index_select(0, row)) * scale / tau
-            out = torch.full((bsz, e_len, s_len), NEG, device=ctx.device)
-            return out.index_put((row, el, pos), flat)
 
-        lm = b.lab_mask.clone()
-        lm[..., 0] |= ~lm.any(-1)
-        lp_lst = _masked_log_softmax(label_logits(m.lstart_q, m.lstart_k), lm)
-        en = label_logits(m.lend_q, m.lend_k).masked_fill(~lm, NEG)
-        after = torch.logcumsumexp(en.flip(-1), -1).flip(-1)  # log-sum over end positions >= each start
+        lp_lst = _segment_log_softmax(label_logits(m.lstart_q, m.lstart_k), row * e_len + el, bsz * e_len)
+        en = label_logits(m.lend_q, m.lend_k)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
-                           m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, after,
+                           m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
+                           b.lab_off,
                            scale / tau)
         sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
-        hd.select = sel.masked_fill(~(b.has_label & b.cur_mask), NEG)  # lists: labelled, on the screen
+        hd.select = sel.masked_fill(~b.has_label, NEG)  # lists: labelled, on the screen or read earlier
         cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
         hd.count = cnt.masked_fill(~b.cur_mask, NEG)
         qty_mask = b.has_quantity.clone()
@@ -1007,7 +1042,7 @@ class SmallPolicy(Policy):
         qty = torch.einsum("bd,bed->be", m.qty_q(ctx), m.qty_k(h_el)) * scale / tau
         hd.quantity = _masked_log_softmax(qty, qty_mask)
         add = torch.einsum("bd,bed->be", m.sum_q(ctx), m.sum_k(h_el)) * scale / tau
-        hd.sum = add.masked_fill(~b.summand, NEG)  # non-zero quantities on the screen
+        hd.sum = add.masked_fill(~b.summand, NEG)  # non-zero quantities read (screen and earlier)
         hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
@@ -1134,7 +1169,7 @@ class SmallPolicy(Policy):
         if bool(lab.any()):
             lr, le, ls = r[lab], src[lab] - 1, st[lab]
             end_lp = th.label_end_lp(lr, le, ls)[torch.arange(len(lr), device=dev), en[lab]]
-            vals = vals.masked_scatter(lab, vals[lab] + th.label_start[lr, le, ls] + end_lp)
+            vals = vals.masked_scatter(lab, vals[lab] + th.label_start_at(lr, le, ls) + end_lp)
         m = torch.full_like(floor, NEG).scatter_reduce(0, r, vals.detach(), "amax")
         tot = torch.zeros_like(floor).index_add(0, r, torch.exp(vals - m[r]))
         lse = torch.log(tot.clamp_min(1e-30)) + m
@@ -1288,7 +1323,7 @@ class SmallPolicy(Policy):
             els = (src - 1).clamp(min=0)
             g_start = self._pick(th.goal_start, greedy)
             g_end = self._pick(th.goal_end(rows, g_start), greedy)
-            l_start = self._pick(th.label_start[rows, els], greedy)
+            l_start = self._pick(th.label_start_lp(rows, els), greedy)
             l_end = self._pick(th.label_end_lp(rows, els, l_start), greedy)
             copy = [(k, gs, ge) if k == 0 else (k, ls, le) for k, gs, ge, ls, le in
                     zip(src.tolist(), g_start.tolist(), g_end.tolist(), l_start.tolist(), l_end.tolist(),
@@ -1455,8 +1490,9 @@ class SmallPolicy(Policy):
             rows = torch.arange(len(tg.type), device=dev)
             els = (src - 1).clamp(min=0)
             goal = ent(th.goal_start) + ent(th.goal_end(rows, st.clamp(max=th.goal_start.shape[1] - 1)))
-            s_max = th.label_start.shape[2] - 1
-            label = ent(th.label_start[rows, els]) + ent(th.label_end_lp(rows, els, st.clamp(max=s_max)))
+            s_max = (th.label_len[rows, els] - 1).clamp(min=0)
+            label = (ent(th.label_start_lp(rows, els))
+                     + ent(th.label_end_lp(rows, els, torch.minimum(st, s_max))))
             has = torch.tensor([bool(c) for c in tg.texts], device=dev)
             total = total + torch.where(has, ent(th.source) + torch.where(src == 0, goal, label), zero)
         return total
@@ -1661,9 +1697,11 @@ def _text_candidates(f: SampleFeat, text: str) -> list[tuple[int, int, int]]:
 
 
 def _list_selection(f: SampleFeat, text: str) -> list[int] | None:
-    """Elements in screen order whose labels joined by ", " spell the answer (the earliest such elements;
-    labels may themselves hold ", "); None when the answer is no such list."""
-    labels = [e.label for e in f.elements[: f.n_cur]]
+    """Elements (the screen's, then those read earlier) whose labels joined by ", " in that order spell the
+    answer (the earliest such elements; labels may themselves hold ", "), else whose labels' comma-separated
+    parts are the answer's parts in another order (AndroidWorld compares list answers part by part, in any
+    order); None when the answer is no such list."""
+    labels = [e.label for e in f.elements]
     failed: set[tuple[int, int]] = set()
 
     def match(pos: int, start: int) -> list[int] | None:
@@ -1683,14 +1721,41 @@ def _list_selection(f: SampleFeat, text: str) -> list[int] | None:
         failed.add((pos, start))
         return None
 
-    return match(0, 0) if text else None
+    if not text:
+        return None
+    return match(0, 0) or _unordered_selection(labels, text)
+
+
+def _unordered_selection(labels: list[str | None], text: str, budget: int = 20_000) -> list[int] | None:
+    """Elements whose labels' comma-separated parts (stripped) are, together, the answer's parts as a
+    multiset, each element used once; ascending indices, or None (also when `budget` search nodes run out)."""
+    want = Counter(p.strip() for p in text.split(","))
+    parts = [Counter(p.strip() for p in lab.split(",")) if lab else None for lab in labels]
+    left = [budget]
+
+    def cover(need: Counter, used: frozenset[int]) -> list[int] | None:
+        if not need:
+            return []
+        first = min(need)  # every selection must cover this part: try the elements that hold it
+        for i, c in enumerate(parts):
+            left[0] -= 1
+            if left[0] <= 0:
+                return None
+            if c is None or i in used or first not in c or any(need[k] < v for k, v in c.items()):
+                continue
+            rest = cover(need - c, used | {i})
+            if rest is not None:
+                return sorted([i, *rest])
+        return None
+
+    return cover(want, frozenset())
 
 
 def _sum_selections(f: SampleFeat, total: int) -> list[list[int]]:
-    """The selections of the screen's non-zero quantities (element indices, ascending) that add up to
-    `total`: every one, or the first SUM_CANDIDATES found within SUM_SEARCH search nodes. The empty
-    selection gives 0."""
-    terms = [(e.summand, i) for i, e in enumerate(f.elements[: f.n_cur]) if e.summand > 0]
+    """The selections of the non-zero quantities read (the screen's and earlier screens', element indices,
+    ascending) that add up to `total`: every one, or the first SUM_CANDIDATES found within SUM_SEARCH search
+    nodes. The empty selection gives 0."""
+    terms = [(e.summand, i) for i, e in enumerate(f.elements) if e.summand > 0]
     terms.sort(reverse=True)
     rest = np.cumsum([v for v, _ in terms][::-1])[::-1].tolist() + [0]  # rest[k]: sum of terms[k:]
     found: list[list[int]] = []

@@ -204,7 +204,7 @@ def test_restoring_a_snapshot_of_another_task_replaces_the_episode():
     assert env.task_name == "SystemWifiTurnOn" and env.snapshot().steps == at[1]["step"] + len(actions)
 
 
-@pytest.mark.parametrize("mode", ["sync", "pipelined"])
+@pytest.mark.parametrize("mode", ["sync", "async", "pipelined"])
 def test_vector_envs_restore_chosen_sub_envs(mode):
     kw = {"lanes": 2, "workers": 1} if mode == "pipelined" else {}
     envs = make_vec(3, mode, render_scale=0.1, **kw)

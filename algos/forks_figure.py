@@ -2,8 +2,9 @@
 
 Each fork is drawn as two rows of screenshot thumbnails (teacher = successful rollout on top, failed rollout
 below), the action under each thumbnail, the teacher step boxed in green and the failed step in red with the
-screen similarities the detector measured (the layout of UI-Voyager's BrowserMaze figure). Reads the fork
-examples GRSD keeps in a run folder's latest checkpoint (`algos.grsd.load_run_forks`).
+screen similarities the detector measured (the layout of UI-Voyager's BrowserMaze figure), and, for forks
+checked by branching, how often the current policy succeeded after the teacher's and after the failed action.
+Reads the fork examples GRSD keeps in a run folder's latest checkpoint (`algos.grsd.load_run_forks`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def _sim(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
+def branching_label(record: dict[str, Any]) -> str:
+    """The fork's check by branching ("" if it was not checked): successes of K continuations each side."""
+    k = record.get("branch_k")
+    if not k:
+        return ""
+    t, f = record["teacher_wins"], record["failed_wins"]
+    verdict = "verified" if t > f else "not verified"
+    return f"branching: teacher {t}/{k} vs failed {f}/{k} ({verdict})"
+
+
 def draw_fork(
     fig: Any, grid: Any, record: dict[str, Any], failed: Trajectory, teacher: Trajectory, cols: int = MAX_COLS
 ) -> None:
@@ -114,6 +125,8 @@ def forks_figure(pairs: list[tuple[dict[str, Any], Trajectory, Trajectory]], col
         head.axis("off")
         title = (f"{record['task']} (iteration {record['iteration']}): fork at failed step "
                  f"{record['failed_step']} <-> teacher step {record['teacher_step']}")
+        if branching_label(record):
+            title += f"; {branching_label(record)}"
         goal = textwrap.shorten(teacher.goal, 16 * cols)
         head.text(-0.05, 0.0, f"{title}\n{goal}", fontsize=8.5, va="bottom", ha="left",
                   transform=head.transAxes)

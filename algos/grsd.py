@@ -9,6 +9,12 @@ are mixed with RFT data (every step of the successful trajectories, pooled over 
 and the policy is fine-tuned with loss on the response only. The fork examples of recent iterations are kept
 in each checkpoint (`forks/`) so `voyager-gym forks RUN_DIR` and notebooks/fork_gallery.ipynb can draw them.
 
+Forks can be checked by branching (`branch`, `verify`; issue 18): restore the failed trajectory's state at
+the failed step (a SimDroid snapshot, reached by replaying its actions), take the teacher's action and let
+the current policy finish K times; do the same after the failed action. A fork whose correction raises the
+success rate is verified; the share of such forks is logged as `grsd/fork_precision_branching`, drawn on
+the fork pictures, and `verify=true` trains on verified forks only. Branch steps count as env steps.
+
 What UI-Voyager publishes about the mix: its fork tool (cores/ in ui-voyager/UI-Voyager) writes the fork
 samples in the same conversation format as its trajectory SFT data and the paper mixes them with RFT data; no
 ratio is published, so by default every fork sample and every pooled success step is used (`rft_ratio=0`).
@@ -27,12 +33,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from algos.branch import Branch, play
 from algos.buffer import Group, Step, Trajectory, TrajectoryBuffer
 from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
 from algos.rft import success_samples, successful_groups
 from algos.rollout import RolloutConfig, has_pixels
+from voyager_gym.actions import Action
 
 FORK_MODES = ("faithful", "robust")
 FORKS_DIR = "forks"  # checkpoint folder of the kept fork examples
@@ -53,6 +61,11 @@ class GRSDConfig(LoopConfig):
     # recipe keeps 2, see RFTConfig.per_group)
     train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
     # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
+    branch: bool = False  # check every fork by branching (SimDroid snapshots): K continuations of the
+    # current policy after the teacher's action and K after the failed one, from the failed step's state;
+    # logs grsd/fork_precision_branching (the share whose correction raises the success rate)
+    verify: bool = False  # train only on forks verified by branching (branches them: implies branch)
+    branch_k: int = 4  # K: continuations per side of a fork when branching
     keep_forks: int = 32  # fork examples kept in each checkpoint for pictures (most recent first)
     thumb_width: int = 160  # width of the screenshots stored with the kept fork examples
 
@@ -112,6 +125,71 @@ def find_forks(groups: list[Group], mode: str = "robust", max_per_group: int = 0
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class ForkCheck:
+    """A fork checked by branching: successes of `k` continuations after the teacher's action and of `k`
+    after the failed action, all from the failed step's state."""
+
+    teacher_wins: int
+    failed_wins: int
+    k: int
+
+    @property
+    def verified(self) -> bool:
+        """The correction raises the success rate."""
+        return self.teacher_wins > self.failed_wins
+
+
+def _taken(step: Step) -> tuple[str, str]:
+    """(response text, history entry) of a step's action, as a rollout plays and remembers it."""
+    entry = Action.from_dict(step.action).to_json() if step.action is not None else "(invalid action)"
+    return step.response, entry
+
+
+def _state(f: ForkExample) -> tuple[str, str, int]:
+    """The failed state a fork branches from: (group, failed trajectory, failed step)."""
+    return f.group.group_id, f.failed.traj_id, f.failed_step
+
+
+def verify_forks(policy: Policy, envs: Any, forks: list[ForkExample], k: int) -> tuple[list[ForkCheck | None],
+                                                                                      int]:
+    """Check each fork by branching on `envs` (SimDroid): replay its failed trajectory to the failed step and
+    snapshot there (once per failed state), then from that snapshot play K continuations of `policy` after
+    the teacher's action and K after the failed one (each distinct action of a state once). Returns one
+    ForkCheck per fork (None where the replay did not reach the failed step's screen) and the env steps
+    taken."""
+    states: dict[tuple[str, str, int], ForkExample] = {}
+    for f in forks:
+        states.setdefault(_state(f), f)
+    replays = [Branch({"task": f.failed.task, "params": dict(f.failed.params)}, seed=f.failed.env_seed,
+                      forced=tuple(_taken(s) for s in f.failed.steps[: f.failed_step]), policy=False)
+               for f in states.values()]
+    reached = play(policy, envs, replays)
+    snaps = {key: r.snapshot for (key, f), r in zip(states.items(), reached, strict=True)
+             if r.snapshot is not None and r.snapshot.screen_key == f.failed.steps[f.failed_step].screen_key}
+    first: dict[tuple[tuple[str, str, int], str], int] = {}  # (state, response) -> index of its first branch
+    branches: list[Branch] = []
+    for f in forks:
+        if _state(f) not in snaps:
+            continue
+        history = tuple(f.failed.steps[f.failed_step].history)
+        screens = tuple(s.elements for s in f.failed.steps[: f.failed_step])
+        for step in f.steps:  # the failed action and the teacher's
+            act = _taken(step)
+            if (_state(f), act[0]) not in first:
+                first[(_state(f), act[0])] = len(branches)
+                branches += [Branch(snaps[_state(f)], forced=(act,), history=history, screens=screens)] * k
+    ran = play(policy, envs, branches)
+
+    def wins(f: ForkExample, step: Step) -> int:
+        i = first[(_state(f), step.response)]
+        return sum(r.success for r in ran[i : i + k])
+
+    checks = [ForkCheck(wins(f, f.steps[1]), wins(f, f.steps[0]), k) if _state(f) in snaps else None
+              for f in forks]
+    return checks, sum(r.steps for r in [*reached, *ran])
+
+
 def mix_samples(
     fork: list[tuple[PolicyInput, str]],
     rft: list[tuple[PolicyInput, str]],
@@ -144,6 +222,8 @@ class GRSD(Algorithm):
     def __init__(self, cfg: GRSDConfig):
         if cfg.fork_mode not in FORK_MODES:
             raise ValueError(f"unknown fork_mode {cfg.fork_mode!r}; expected one of {', '.join(FORK_MODES)}")
+        if cfg.branch_k < 1:
+            raise ValueError(f"grsd.branch_k={cfg.branch_k!r}: expected an integer >= 1")
         super().__init__(cfg)
         self.pool = TrajectoryBuffer()
         self.examples = ForkExamples(keep=cfg.keep_forks, thumb_width=cfg.thumb_width)
@@ -167,17 +247,30 @@ class GRSD(Algorithm):
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         cfg = self.cfg
+        branching = cfg.branch or cfg.verify
+        if branching and self.envs is None:
+            raise ValueError("grsd.branch / grsd.verify branch episodes on the loop's envs; none are bound "
+                             "(train_loop sets algo.envs)")
         if not cfg.accumulate:
             self.pool = TrajectoryBuffer()
         self.pool.extend(successful_groups(groups, cfg.per_group, keep_pixels=policy.uses_pixels))
         t0 = time.perf_counter()
         forks = find_forks(groups, cfg.fork_mode, cfg.max_forks_per_group)
         fork_s = time.perf_counter() - t0
-        fork = [f.sample for f in forks] if cfg.train_on_forks else []
+        checks: list[ForkCheck | None] = [None] * len(forks)
+        branch_steps, t0 = 0, time.perf_counter()
+        if branching:
+            checks, branch_steps = verify_forks(policy, self.envs, forks, cfg.branch_k)
+        branch_s = time.perf_counter() - t0
+        train = forks
+        if cfg.verify:
+            train = [f for f, c in zip(forks, checks, strict=True) if c is not None and c.verified]
+        fork = [f.sample for f in train] if cfg.train_on_forks else []
         rft = success_samples(self.pool.groups, cfg.max_samples_per_task, seed=seed)
         samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed) if samples else {}
-        self.examples.add(iteration, forks)
+        self.examples.add(iteration, forks, checks)
+        checked = [c for c in checks if c is not None]
         return {
             "grsd/mixed_groups": sum(g.has_both_outcomes for g in groups),
             "grsd/forks": len(forks),
@@ -190,7 +283,13 @@ class GRSD(Algorithm):
             "grsd/next_differs_rate": next_differs_rate(forks),
             "grsd/same_history_rate": same_history_rate(forks),
             "grsd/later_fork_rate": later_fork_rate(forks),
+            "grsd/fork_precision_branching": _rate([c.verified for c in checked]),
+            "grsd/branch_success_teacher": _mean([c.teacher_wins / c.k for c in checked]),
+            "grsd/branch_success_failed": _mean([c.failed_wins / c.k for c in checked]),
+            "grsd/unchecked_forks": len(forks) - len(checked) if branching else 0,
             "grsd/fork_s": fork_s,
+            "grsd/branch_s": branch_s,
+            "train/update_env_steps": branch_steps,
             "train/sft_samples": len(samples),
             "losses/sft": fit.get("loss", float("nan")),
         }
@@ -278,10 +377,12 @@ class ForkExamples:
     def __len__(self) -> int:
         return len(self.records)
 
-    def add(self, iteration: int, forks: list[ForkExample]) -> None:
-        """Put this iteration's forks first, then drop all but the newest `keep`."""
+    def add(self, iteration: int, forks: list[ForkExample],
+            checks: list[ForkCheck | None] | None = None) -> None:
+        """Put this iteration's forks first (with their branching checks, if any), then drop all but the
+        newest `keep`."""
         new = []
-        for f in forks:
+        for f, c in zip(forks, checks or [None] * len(forks), strict=True):
             for tr in (f.failed, f.teacher):
                 key = (f.group.group_id, tr.traj_id)
                 if key not in self.trajectories:
@@ -291,7 +392,9 @@ class ForkExamples:
             new.append({"iteration": iteration, "group_id": f.group.group_id, "task": f.group.task,
                         "failed_traj": f.failed.traj_id, "teacher_traj": f.teacher.traj_id,
                         "failed_step": f.failed_step, "teacher_step": f.teacher_step,
-                        "sim_current": f.sim_current, "sim_next": f.sim_next})
+                        "sim_current": f.sim_current, "sim_next": f.sim_next,
+                        "branch_k": c and c.k, "teacher_wins": c and c.teacher_wins,
+                        "failed_wins": c and c.failed_wins})
         self.records = (new + self.records)[: self.keep]
         used = {(r["group_id"], t) for r in self.records for t in (r["failed_traj"], r["teacher_traj"])}
         self.trajectories = {k: v for k, v in self.trajectories.items() if k in used}

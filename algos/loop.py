@@ -44,6 +44,7 @@ class Algorithm(abc.ABC):
         # kwargs of a SimDroid env that renders kept frames by replaying episodes, so that the rollout envs
         # need no screenshots (set by the caller; see RolloutConfig.replay_frames)
         self.replay_env: dict[str, Any] | None = None
+        self.envs: Any = None  # the loop's vector env (train_loop binds it), for updates that branch episodes
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:
@@ -59,7 +60,9 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
-        """Train `policy` in place on this iteration's groups; return metrics to log (losses, counts)."""
+        """Train `policy` in place on this iteration's groups; return metrics to log (losses, counts). Env
+        steps the update takes itself (branch rollouts on `self.envs`) go in `train/update_env_steps`: the
+        loop counts them against the env-step budget."""
 
     def state(self) -> dict[str, Any]:
         """Extra objects (each with `.save(path)`) to checkpoint beside the policy, by file name."""
@@ -124,6 +127,7 @@ def train_loop(
             return env_steps >= max_env_steps
         return iteration >= cfg.iterations
 
+    algo.envs = envs
     ev: dict[str, Any] = {}
     if start == 0:
         seed_everything(seed)
@@ -152,6 +156,7 @@ def train_loop(
         }
         with PHASES("update"):
             metrics.update(algo.update(policy, groups, r, it_seed))
+        env_steps += int(metrics.get("train/update_env_steps", 0))
         ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r)) or ev
         checkpoint(r)
         r += 1

@@ -6,7 +6,10 @@ The reference replays every trajectory of the measured iteration (same instances
 one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and,
 for GRSD, also with its screenshots; the difference is the rendering share). GRSD runs as experiments/ run
 it on SimDroid: rollouts render nothing and the mixed groups' frames are rendered afterwards by replaying
-their episodes (--grsd-live: every step renders its screenshot). The iteration counts its
+their episodes (--grsd-live: every step renders its screenshot). `grsd-verify` is GRSD with
+grsd.verify=true (every fork checked by --branch-k continuations a side from SimDroid snapshots): its time
+against plain GRSD's on the same rollouts is the cost of verified forks (target: at most +30%). The
+iteration counts its
 training env steps, as the loop does; its time includes the evaluation that follows it. The start policy
 of every algorithm is the same behaviour-cloned base policy (cached in --cache). Each figure is the fastest
 of --repeats runs, algorithms alternating (the machine may be shared).
@@ -30,7 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400}  # env steps/s through the loop (issue 13)
+TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400, "grsd-verify": 400}  # env steps/s through the
+# loop (issue 13; grsd-verify's own target is its wall time against grsd's: VERIFY_OVERHEAD)
+VERIFY_OVERHEAD = 0.30  # verified forks may add this share to a GRSD iteration's wall time (issue 18)
 ROLLOUT_PHASES = ("env", "render", "featurise", "policy", "buffer")
 
 
@@ -60,15 +65,16 @@ def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
     return pol
 
 
-def make_algo(name: str, instances: int, group_size: int) -> Any:
+def make_algo(name: str, instances: int, group_size: int, branch_k: int = 4) -> Any:
     from algos.grpo import GRPO, GRPOConfig
     from algos.grsd import GRSD, GRSDConfig
     from algos.ppo import PPO, PPOConfig
     from algos.rft import RFT, RFTConfig
 
     cls, cfg = {"rft": (RFT, RFTConfig), "grpo": (GRPO, GRPOConfig), "ppo": (PPO, PPOConfig),
-                "grsd": (GRSD, GRSDConfig)}[name]
-    return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size))
+                "grsd": (GRSD, GRSDConfig), "grsd-verify": (GRSD, GRSDConfig)}[name]
+    extra = {"verify": True, "branch_k": branch_k} if name == "grsd-verify" else {}
+    return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size, **extra))
 
 
 def _timed_rendering() -> None:
@@ -103,7 +109,7 @@ def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Names
     if args.vector == "pipelined":
         kw.update(lanes=args.lanes, workers=args.workers)
     envs = make_vec(args.num_envs, args.vector, **kw)
-    algo = make_algo(name, args.instances, args.group_size)
+    algo = make_algo(name, args.instances, args.group_size, args.branch_k)
     if pixel_scale and not live:  # as experiments/ run it: mixed groups' frames rendered by replay
         algo.replay_env = {"observation_mode": "full", "render_scale": pixel_scale}
     kept: list[Any] = []
@@ -187,6 +193,7 @@ def main() -> None:
     ap.add_argument("--pixel-scale", type=float, default=0.25, help="GRSD's screenshot scale")
     ap.add_argument("--grsd-live", action="store_true",
                     help="GRSD renders every step's screenshot live (default: mixed groups' by replay)")
+    ap.add_argument("--branch-k", type=int, default=4, help="grsd-verify: continuations a side of a fork")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
@@ -211,12 +218,12 @@ def main() -> None:
     best: dict[str, dict[str, Any]] = {}
     for _ in range(args.repeats):
         for name in algos:
-            scale = args.pixel_scale if name == "grsd" else 0.0
+            scale = args.pixel_scale if name.startswith("grsd") else 0.0
             r = one_iteration(name, policy, tasks, args, scale)
             if name not in best or r["wall"] < best[name]["wall"]:
                 best[name] = r
     results = {}
-    print(f"{'algo':<6}{'env steps':>10}{'wall s':>8}{'steps/s':>9}{'env-only/s':>11}{'ratio':>7}"
+    print(f"{'algo':<12}{'env steps':>10}{'wall s':>8}{'steps/s':>9}{'env-only/s':>11}{'ratio':>7}"
           f"{'target':>8}  phases (share of the iteration's wall time)")
     for name in algos:
         r = best[name]
@@ -225,16 +232,27 @@ def main() -> None:
         rate = r["env_steps"] / r["wall"]
         sh = shares(r["phases"], r["wall"])
         extra = ""
-        if name == "grsd":
+        if name.startswith("grsd"):
             px_steps, px_secs = replay(r["groups"], args.pixel_scale)
             extra = f"; env-only with screenshots {px_steps / px_secs:.0f}/s"
         order = [*ROLLOUT_PHASES, "rollout other", "update", "evaluation", "checkpoint", "logging", "other"]
         text = " ".join(f"{k} {sh[k]:.0%}" for k in order if sh.get(k, 0) >= 0.005)
         ok = "ok" if rate >= TARGETS[name] else "MISS"
-        print(f"{name:<6}{r['env_steps']:>10}{r['wall']:>8.1f}{rate:>9.0f}{env_only:>11.0f}"
+        print(f"{name:<12}{r['env_steps']:>10}{r['wall']:>8.1f}{rate:>9.0f}{env_only:>11.0f}"
               f"{rate / env_only:>7.2f}{TARGETS[name]:>6} {ok:<4}  {text}{extra}")
         results[name] = {"env_steps": r["env_steps"], "wall_s": r["wall"], "steps_per_s": rate,
                          "env_only_steps_per_s": env_only, "ratio": rate / env_only, "shares": sh}
+    if "grsd" in best and "grsd-verify" in best:
+        plain, verified = best["grsd"], best["grsd-verify"]
+        no_eval = [r["wall"] - sum(v for k, v in r["phases"].items() if k.startswith("evaluation"))
+                   for r in (plain, verified)]
+        extra = verified["wall"] / plain["wall"] - 1
+        ok = "ok" if extra <= VERIFY_OVERHEAD else "MISS"
+        print(f"verified forks (K={args.branch_k}) add {extra:+.0%} to GRSD's iteration wall time "
+              f"({plain['wall']:.1f} s -> {verified['wall']:.1f} s; without the evaluation "
+              f"{no_eval[0]:.1f} s -> {no_eval[1]:.1f} s, {no_eval[1] / no_eval[0] - 1:+.0%}), "
+              f"{verified['env_steps'] - plain['env_steps']} branch env steps; target <= "
+              f"{VERIFY_OVERHEAD:+.0%} {ok}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -289,6 +289,7 @@ DIAGNOSTICS = (
     ("grsd/next_differs_rate", "forks whose teacher action led to another screen", True),
     ("grsd/same_history_rate", "forks with the teacher's own history (the sample repeats an RFT step)", True),
     ("grsd/later_fork_rate", "forks after an earlier fork of the same failed rollout", True),
+    ("grsd/fork_precision_branching", "forks whose correction raised the success rate (branching)", True),
     ("train/sft_samples", "fine-tuning samples", False),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)

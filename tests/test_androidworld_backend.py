@@ -72,6 +72,14 @@ def test_same_spaces_and_info_fields_as_simdroid():
     assert set(s_aw) == set(s_sim) and s_aw["screen_key"] != i_aw["screen_key"]
 
 
+def test_the_real_emulator_cannot_snapshot():
+    env = make_aw(render_scale=0.1)
+    env.reset(seed=0, options={"task": "SystemWifiTurnOn"})
+    with pytest.raises(NotImplementedError, match="cannot snapshot an episode cheaply.*backend='simdroid'"):
+        env.unwrapped.snapshot()
+    env.close()
+
+
 def test_check_env_passes_on_the_standin():
     with aw_standin.installed():  # check_env re-makes the env from its spec for the render modes
         env = gym.make(AW_ID, render_scale=0.1, render_mode="rgb_array", **FAST)

@@ -235,6 +235,34 @@ def test_masked_resets_match_the_sync_vector_env(envs):
     assert infos["task"][3] == "SystemWifiTurnOn" and envs.restarts[-1][0] == 3
 
 
+def test_snapshots_restore_across_actors_as_in_the_sync_vector_env(envs):
+    """Snapshots taken in one actor restore in another (pickled on the way): the batch equals the sync env's
+    doing the same."""
+    from voyager_gym import vector
+
+    inst = TrainGenerator(["SystemWifiTurnOn"], seed=3).take(1)[0]
+    local = make_vec(4, "sync", observation_mode="elements", noise="default")
+    acts = ['{"action_type": "open_app", "app_name": "settings"}'] * 4
+    try:
+        results = []
+        for e in (envs, local):
+            group_reset(e, inst, seed=7)
+            e.step(acts)
+            s0, s2 = vector.snapshot(e, [0, 2])
+            e.step(['{"action_type": "wait"}'] * 4)
+            seq = [vector.restore(e, {1: s0, 3: s2}), e.step(['{"action_type": "wait"}'] * 4)]
+            results.append((s0.steps, seq))
+    finally:
+        local.close()
+    (ray_steps, ray_seq), (sync_steps, sync_seq) = results
+    assert ray_steps == sync_steps == 1
+    for r, s in zip(ray_seq, sync_seq, strict=True):
+        for x, y in zip(r, s, strict=True):
+            assert_same(x, y)
+    assert list(ray_seq[0][1]["_step"]) == [False, True, False, True]
+    assert list(ray_seq[1][4]["step"]) == [3, 2, 3, 2]
+
+
 def assert_same(x, y):
     """Equal batched values: dicts key by key (with the same keys), arrays exactly, tuples element-wise."""
     if isinstance(x, dict):

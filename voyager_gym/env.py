@@ -3,10 +3,15 @@ rewards. Episode rules are AndroidWorld's: the step budget is `int(10 * complexi
 verifier's score (0..1, composites pay 0.5 a part) and is paid only when the agent ends with a `status`
 action; running out of steps scores 0 (truncated); a backend error ends the episode as errored
 (`info["errored"]`, score NaN) so that statistics can exclude it. Malformed action text is an *invalid
-action*: the step is used, nothing happens, `info["invalid_action"]` says why."""
+action*: the step is used, nothing happens, `info["invalid_action"]` says why.
+
+`snapshot()` captures an episode between two steps and `restore(snapshot)` (or `reset(options={"snapshot":
+s})`) puts any env built with the same settings back there: the same actions then give the same
+observations, rewards and infos, so an episode can branch (SimDroid only)."""
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from typing import Any
 
@@ -23,8 +28,8 @@ from voyager_gym.observation import UIElement, UIElementSpace
 TEXT_CHARSET = frozenset(string.printable) | frozenset(chr(c) for c in range(0xA0, 0x2400))
 MAX_GOAL_LEN = 4000
 MAX_ACTION_LEN = MAX_ACTION_CHARS
-RESET_OPTIONS = ("task", "params", "instance_seed", "instances")
-INSTANCE_OPTIONS = ("task", "params", "instance_seed")
+RESET_OPTIONS = ("task", "params", "instance_seed", "instances", "snapshot")
+INSTANCE_OPTIONS = ("task", "params", "instance_seed", "snapshot")
 
 
 def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
@@ -39,6 +44,28 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
 
         return AndroidWorldBackend(**kwargs)
     raise ValueError(f"unknown backend {backend!r}; expected 'simdroid' or 'androidworld'")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Snapshot:
+    """A VoyagerEnv between two steps: the episode's bookkeeping, the observation and info returned last,
+    the env RNG's state and the backend's state (SimDroid: device, app screens and back stacks, clock, task,
+    noise state). Picklable, so it restores in another process (about 10 KB pickled mid-episode, 70 KB at
+    most over the 116 tasks; benchmarks/snapshot.py). In-process it holds the renderer's read-only frames of
+    the screen (shared, not copied), so restoring it there re-renders nothing; pickling drops them."""
+
+    settings: dict[str, Any]  # the env settings a restoring env must share
+    task: str
+    params: dict[str, Any]
+    goal: str
+    steps: int  # steps taken in the episode
+    max_steps: int
+    done: bool  # the episode had ended: a restored env must be reset (or restored) before it steps
+    info: dict[str, Any]  # the info returned with the observation
+    elements: tuple[UIElement, ...]
+    screen_key: str
+    rng: dict[str, Any]  # the env generator's bit_generator.state
+    backend: Any
 
 
 class VoyagerEnv(gym.Env):
@@ -87,6 +114,7 @@ class VoyagerEnv(gym.Env):
             backend_kwargs = {"render_scale": render_scale, **backend_kwargs}
         self.backend = make_backend(backend, **backend_kwargs)
         self.render_mode = render_mode
+        self.render_scale = render_scale
         self.observation_mode = observation_mode
         self.max_steps_override = max_steps
         known = self.backend.task_names
@@ -112,6 +140,7 @@ class VoyagerEnv(gym.Env):
         self._last_pixels: np.ndarray | None = None
         self._screen_key = ""
         self._elements: list[UIElement] = []
+        self._last_info: dict[str, Any] = {}
 
     # -- gymnasium API ---------------------------------------------------------------------------------
     @property
@@ -122,9 +151,12 @@ class VoyagerEnv(gym.Env):
         """Options: `task` (name), and either `params` (a full params dict, e.g. from a suite) or
         `instance_seed` (params drawn by the task's seeded generator); or `instances`, a map from reset seed
         to such options (for batched resets of different instances). Without options a task and an instance
-        are drawn from the env's RNG. G envs given the same task and params run the same instance."""
+        are drawn from the env's RNG. G envs given the same task and params run the same instance.
+        `snapshot` (alone) restores a `Snapshot` instead (`restore`), the way wrappers and vector envs can."""
         super().reset(seed=seed)
         options = _check_options(options, seed)
+        if "snapshot" in options:
+            return self.restore(options["snapshot"])
         name = options.get("task")
         if name is None:
             name = self.tasks[int(self.np_random.integers(len(self.tasks)))]
@@ -141,7 +173,8 @@ class VoyagerEnv(gym.Env):
         self._max_steps = self.max_steps_override or info_static["max_steps"]
         self._done = False
         obs = self._observe()
-        return obs, self._info(score=0.0, success=False, invalid=None, errored=False)
+        self._last_info = self._info(score=0.0, success=False, invalid=None, errored=False)
+        return obs, dict(self._last_info)
 
     def step(self, action: str | Action | dict):
         if self._done:
@@ -185,6 +218,7 @@ class VoyagerEnv(gym.Env):
         )
         # JSON text ("" for an invalid action): one type for every sub-env, so vector envs can batch it
         info["action"] = act.to_json() if act is not None else ""
+        self._last_info = dict(info)
         return obs, float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
@@ -207,7 +241,56 @@ class VoyagerEnv(gym.Env):
     def elements(self) -> list[UIElement]:
         return list(self._elements)
 
+    def snapshot(self) -> Snapshot:
+        """This episode as it is now (after the last reset, step or restore); see `Snapshot`. The real
+        AndroidWorld backend raises NotImplementedError: only SimDroid snapshots cheaply."""
+        if self.task_name is None:
+            raise RuntimeError("snapshot() before reset(): there is no episode to snapshot")
+        return Snapshot(
+            settings=self._settings(),
+            task=self.task_name,
+            params=dict(self.params or {}),
+            goal=self.goal,
+            steps=self._steps,
+            max_steps=self._max_steps,
+            done=self._done,
+            info={**self._last_info, "params": dict(self._last_info["params"])},
+            elements=tuple(self._elements),
+            screen_key=self._screen_key,
+            rng=self.np_random.bit_generator.state,
+            backend=self.backend.snapshot(),
+        )
+
+    def restore(self, snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Replace the episode with `snapshot`'s, taken on this env or another one with the same settings (in
+        any process); return the observation and info it had then. From there `step(a)` gives exactly what
+        it gave after the snapshot. Through wrappers (gym.make) restore with `reset(options={"snapshot": s})`,
+        which also tells them an episode is running."""
+        if not isinstance(snapshot, Snapshot):
+            raise ValueError(f"snapshot={type(snapshot).__name__}: expected a VoyagerEnv.snapshot()")
+        mine = self._settings()
+        for k, v in snapshot.settings.items():
+            if mine.get(k) != v:
+                raise ValueError(f"the snapshot was taken with {k}={v!r}; this env has {k}={mine.get(k)!r}")
+        self.np_random.bit_generator.state = snapshot.rng
+        self._last_pixels = self.backend.restore(snapshot.backend, self.np_random)
+        self.task_name, self.params, self.goal = snapshot.task, dict(snapshot.params), snapshot.goal
+        self._steps, self._max_steps, self._done = snapshot.steps, snapshot.max_steps, snapshot.done
+        self._elements, self._screen_key = list(snapshot.elements), snapshot.screen_key
+        self._last_info = snapshot.info
+        self._error = snapshot.info.get("error", "")
+        return self._last_obs(), {**snapshot.info, "params": dict(snapshot.info["params"])}
+
     # -- internals -------------------------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        """What a snapshot's restoring env must share (the backend checks its own, e.g. SimDroid's noise)."""
+        return {
+            "backend": type(self.backend).__name__,
+            "render_scale": self.render_scale,
+            "observation_mode": self.observation_mode,
+            "render_mode": self.render_mode,
+        }
+
     def _observe(self) -> dict[str, Any]:
         want_px = self.observation_mode == "full" or self.render_mode == "rgb_array"
         px, elements, key = self.backend.observe(pixels=want_px)
@@ -273,6 +356,12 @@ def _check_options(options: Any, seed: int | None) -> dict[str, Any]:
             raise ValueError(f"unknown key(s) {sorted(bad)} in options['instances'][{seed}]; expected some "
                              f"of {', '.join(INSTANCE_OPTIONS)}")
         options.update(entry)
+    if "snapshot" in options:
+        others = sorted(set(options) - {"snapshot"})
+        if others:
+            raise ValueError(f"reset option 'snapshot' replaces the episode; got it with {others} as well")
+        if not isinstance(options["snapshot"], Snapshot):
+            raise ValueError(f"options['snapshot']={options['snapshot']!r:.80}: expected a Snapshot")
     task, params, inst = options.get("task"), options.get("params"), options.get("instance_seed")
     if task is not None and not isinstance(task, str):
         raise ValueError(f"options['task']={task!r}: expected a task name (str)")

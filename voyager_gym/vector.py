@@ -6,10 +6,15 @@ fits group rollouts: each sub-env stops at its own episode end and the rollout r
 masked part) itself with `group_reset`. mode='pipelined' builds a `PipelinedVectorEnv`: fixed lanes of
 sub-envs stepped in worker processes while the rollout acts on another lane (what `algos.rollout` runs
 fastest with).
+
+`snapshot(envs, ids)` and `restore(envs, {i: snapshot})` branch episodes on every kind of vector env: a
+restore is a masked reset whose options carry the snapshots, so the sub-env's wrappers and the vector env's
+bookkeeping (autoreset flags, Ray's replay of a dead actor's last reset) see the restored episode as running.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,6 +22,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
+from voyager_gym.env import Snapshot
 from voyager_gym.suites import TaskInstance
 
 ENV_ID = "voyager_gym/SimDroid-v0"
@@ -64,6 +70,53 @@ def group_reset(
     if mask is not None:
         options["reset_mask"] = np.asarray(mask, dtype=bool)
     return envs.reset(seed=seeds, options=options)
+
+
+def snapshot(envs: gym.vector.VectorEnv, ids: Sequence[int] | None = None) -> list[Snapshot]:
+    """Snapshots of sub-envs `ids` (default: all), in that order. Sync and pipelined vector envs ask those
+    sub-envs only; async and Ray ones ask every sub-env (their `call` has no subset), so all must have been
+    reset. Snapshots from other processes arrive pickled: restoring them re-renders their screens once."""
+    ids = list(range(envs.num_envs)) if ids is None else [int(i) for i in ids]
+    _check_ids(envs, ids)
+    if isinstance(envs, PipelinedVectorEnv):
+        return envs.call_subset(ids, "snapshot")
+    if isinstance(envs, gym.vector.SyncVectorEnv):
+        return [envs.envs[i].get_wrapper_attr("snapshot")() for i in ids]
+    snaps = envs.call("snapshot")
+    return [snaps[i] for i in ids]
+
+
+def restore(envs: gym.vector.VectorEnv, snapshots: dict[int, Snapshot]):
+    """Put each sub-env `i` back at `snapshots[i]`; the others keep their episodes. Returns the vector env's
+    `reset` outputs: the batched observations (a restored sub-env's as they were at its snapshot, the others'
+    unchanged) and infos for the restored sub-envs.
+
+    Works on Sync, Async, pipelined and Ray vector envs alike: a masked `reset` whose options carry the
+    snapshots (one snapshot for all travels once; different ones go in `options["instances"]`, keyed by
+    reset seed). Autoreset: the masked reset clears a restored sub-env's pending autoreset, so its next
+    step continues the restored episode; a snapshot of an ended episode (`snapshot.done`) restores an ended
+    sub-env, which must be reset or restored again before it steps (with autoreset DISABLED, make_vec's
+    mode, stepping it raises)."""
+    ids = sorted(int(i) for i in snapshots)
+    if not ids:
+        raise ValueError("snapshots is empty; expected {sub-env index: Snapshot}")
+    _check_ids(envs, ids)
+    for i in ids:
+        if not isinstance(snapshots[i], Snapshot):
+            raise ValueError(f"snapshots[{i}]={type(snapshots[i]).__name__}: expected a Snapshot")
+    mask = np.zeros(envs.num_envs, dtype=bool)
+    mask[ids] = True
+    if len({id(s) for s in snapshots.values()}) == 1:
+        options: dict[str, Any] = {"snapshot": snapshots[ids[0]]}
+    else:
+        options = {"instances": {i: {"snapshot": snapshots[i]} for i in ids}}
+    return envs.reset(seed=list(range(envs.num_envs)), options={**options, "reset_mask": mask})
+
+
+def _check_ids(envs: gym.vector.VectorEnv, ids: list[int]) -> None:
+    bad = [i for i in ids if not 0 <= i < envs.num_envs]
+    if bad:
+        raise ValueError(f"sub-env ids {bad} out of range; expected 0..{envs.num_envs - 1}")
 
 
 def __getattr__(name: str) -> Any:
@@ -365,6 +418,14 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         return tuple(self.call_subset(list(range(self.num_envs)), name, *args, **kwargs))
+
+    def snapshot(self, ids: Sequence[int] | None = None) -> list[Snapshot]:
+        """Snapshots of sub-envs `ids` (default: all); see the module's `snapshot`."""
+        return snapshot(self, ids)  # the module function
+
+    def restore(self, snapshots: dict[int, Snapshot]):
+        """Restore sub-env i to snapshots[i]: (batched observations, infos); see the module's `restore`."""
+        return restore(self, snapshots)  # the module function
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         out = self._by_worker(list(range(self.num_envs)), "get_attr", name)

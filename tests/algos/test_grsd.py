@@ -10,8 +10,18 @@ import numpy as np
 import pytest
 import torch
 
+from algos.branch import Branch, play
 from algos.buffer import Group
-from algos.grsd import GRSD, ForkExamples, GRSDConfig, find_forks, load_run_forks, mix_samples
+from algos.grsd import (
+    GRSD,
+    ForkCheck,
+    ForkExamples,
+    GRSDConfig,
+    find_forks,
+    load_run_forks,
+    mix_samples,
+    verify_forks,
+)
 from algos.loop import train_loop
 from algos.policies.base import Policy, PolicyOutput
 from algos.policies.simple import ExpertPolicy
@@ -196,6 +206,115 @@ def test_grsd_refuses_elements_only_envs():
         GRSD(GRSDConfig(fork_mode="exact"))
 
 
+# -- verified forks (branching from snapshots) -------------------------------------------------------------
+class RecordingExpert(ExpertPolicy):
+    """The task expert, with a fit_sft that records its samples."""
+
+    trainable = True
+
+    def __init__(self):
+        super().__init__()
+        self.samples = []
+
+    def fit_sft(self, samples, epochs=1, lr=None, seed=0):
+        self.samples = list(samples)
+        return {"loss": 0.5}
+
+    def save(self, path):
+        path.mkdir(parents=True, exist_ok=True)
+
+
+class GivesUpExpert(RecordingExpert):
+    """The task expert, except that where it would reopen an app it left (past step 0) it declares the task
+    complete: after a detour home it fails, on the expert's own path it succeeds."""
+
+    def act(self, batch, greedy=False):
+        out = super().act(batch, greedy)
+        for i, x in enumerate(batch):
+            if x.step > 0 and out[i].action.action_type == "open_app":
+                a = Action("status", goal_status="complete")
+                out[i] = PolicyOutput(render_response(a), a, 0.0)
+        return out
+
+
+@pytest.fixture(scope="module")
+def branch_envs():
+    envs = make_vec(3, "sync", observation_mode="full", render_scale=0.25, noise="none")
+    yield envs
+    envs.close()
+
+
+def test_branching_verifies_a_fork_only_when_the_correction_raises_success(groups, branch_envs):
+    forks = find_forks(groups)
+    assert [(f.failed_step, f.teacher_step) for f in forks] == [(2, 2)] * 3
+    # the expert recovers from the detour home as surely as it finishes from the teacher's step: a tie
+    checks, steps = verify_forks(ExpertPolicy(), branch_envs, forks, k=2)
+    assert checks == [ForkCheck(2, 2, 2)] * 3 and not any(c.verified for c in checks)
+    # an agent that gives up once it has left the app fails after the detour only: every fork verified
+    checks, steps_quit = verify_forks(GivesUpExpert(), branch_envs, forks, k=2)
+    assert checks == [ForkCheck(2, 0, 2)] * 3 and all(c.verified for c in checks)
+    # env steps: 2 replayed steps per fork, then per side 2 branches of the forced action and the agent's
+    # steps; giving up at home takes exactly 2 steps (go home, declare complete)
+    teacher_steps = steps_quit - 3 * 2 - 3 * 2 * 2
+    assert teacher_steps >= 3 * 2 * 2 and steps > steps_quit
+
+
+def test_branches_play_the_same_on_sync_and_pipelined_envs(groups, branch_envs):
+    f = find_forks(groups[:1])[0]
+    start = {"task": f.failed.task, "params": dict(f.failed.params)}
+    forced = tuple((s.response, "x") for s in f.failed.steps[:2])
+    replay = [Branch(start, seed=f.failed.env_seed, forced=forced, policy=False)]
+    snap = play(ExpertPolicy(), branch_envs, replay)[0].snapshot
+    assert snap.steps == 2 and snap.screen_key == f.failed.steps[2].screen_key
+    branches = [Branch(snap, forced=((f.failed.steps[2].response, "home"),))] * 4
+    sync = play(GivesUpExpert(), branch_envs, branches)
+    piped = make_vec(2, "pipelined", lanes=2, workers=1, render_scale=0.25, noise="none")
+    try:
+        assert play(GivesUpExpert(), piped, branches) == sync  # snapshots cross to the workers pickled
+    finally:
+        piped.close()
+    assert [(r.success, r.steps) for r in sync] == [(False, 2)] * 4
+
+
+def test_verify_trains_on_verified_forks_only_and_counts_branch_steps(groups, branch_envs):
+    algo = GRSD(GRSDConfig(verify=True, branch_k=2))
+    with pytest.raises(ValueError, match="train_loop sets algo.envs"):
+        algo.update(GivesUpExpert(), groups, iteration=1, seed=0)
+    algo.envs = branch_envs
+    pol = GivesUpExpert()
+    m = algo.update(pol, groups, iteration=1, seed=0)
+    assert m["grsd/forks"] == 3 and m["grsd/fork_samples"] == 3 and m["grsd/fork_precision_branching"] == 1.0
+    assert m["grsd/branch_success_teacher"] == 1.0 and m["grsd/branch_success_failed"] == 0.0
+    assert m["train/update_env_steps"] > 3 * 2 * 2 * 2 and m["grsd/unchecked_forks"] == 0
+    rec = algo.examples.records[0]
+    assert (rec["branch_k"], rec["teacher_wins"], rec["failed_wins"]) == (2, 2, 0)
+    # the plain expert ties every fork: verify keeps none of them, `branch` alone only measures
+    m = GRSD(GRSDConfig(verify=True, branch_k=2))
+    m.envs = branch_envs
+    pol = RecordingExpert()
+    got = m.update(pol, groups, iteration=1, seed=0)
+    assert got["grsd/fork_precision_branching"] == 0.0 and got["grsd/fork_samples"] == 0
+    measure = GRSD(GRSDConfig(branch=True, branch_k=2))
+    measure.envs = branch_envs
+    got = measure.update(pol, groups, iteration=1, seed=0)
+    assert got["grsd/fork_precision_branching"] == 0.0 and got["grsd/fork_samples"] == 3
+    off = GRSD(GRSDConfig()).update(pol, groups, iteration=1, seed=0)
+    assert math.isnan(off["grsd/fork_precision_branching"]) and off["train/update_env_steps"] == 0
+    with pytest.raises(ValueError, match="branch_k=0"):
+        GRSD(GRSDConfig(branch_k=0))
+
+
+def test_the_fork_picture_shows_the_branching_result(groups):
+    from algos.forks_figure import forks_figure
+
+    ex = ForkExamples()
+    ex.add(1, find_forks(groups[:2]), [ForkCheck(3, 1, 4), None])
+    fig = forks_figure(ex.pairs())
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("branching: teacher 3/4 vs failed 1/4 (verified)" in t for t in texts)
+    assert sum("branching" in t for t in texts) == 1  # the unchecked fork says nothing about it
+
+
 # -- end to end -----------------------------------------------------------------------------------------
 def bc_small_policy(tasks: list[str], envs) -> Policy:
     """A SmallPolicy cloned from 4 expert demos per task: it succeeds now and then (on the E2E tasks 2-4 of
@@ -218,7 +337,7 @@ def small_run(tmp_path_factory):
     try:
         policy = bc_small_policy(E2E_TASKS, envs)
         run = Run(out, {"algo": "grsd"}, wandb_mode="disabled")
-        cfg = GRSDConfig(iterations=1, instances_per_iter=6, group_size=4, epochs=1)
+        cfg = GRSDConfig(iterations=1, instances_per_iter=6, group_size=4, epochs=1, branch=True, branch_k=2)
         train_loop(GRSD(cfg), policy, envs, run, E2E_TASKS, seed=0, eval_n_per_task=1)
         run.close()
     finally:
@@ -234,6 +353,9 @@ def test_one_grsd_iteration_with_the_small_policy(small_run):
     assert last["grsd/forks"] >= last["grsd/mixed_groups"]
     assert last["train/sft_samples"] == last["grsd/fork_samples"] + last["grsd/rft_samples"]
     assert 0.9 <= last["grsd/sim_current_mean"] <= 1.0 and math.isfinite(last["losses/sft"])
+    # every fork was checked by branching (K=2 a side, the small policy finishing), its steps counted
+    assert last["grsd/unchecked_forks"] == 0 and 0.0 <= last["grsd/fork_precision_branching"] <= 1.0
+    assert last["train/update_env_steps"] >= 2 * 2 * last["grsd/forks"]
     ckpt, ex = load_run_forks(small_run)
     assert ckpt.name == "it_1" and len(ex) == last["grsd/forks"]
     assert (ckpt / "successes.parquet").exists()
@@ -241,6 +363,28 @@ def test_one_grsd_iteration_with_the_small_policy(small_run):
     algo = GRSD(GRSDConfig())
     algo.load_state(ckpt)
     assert len(algo.examples) == len(ex) and len(algo.pool) >= 1
+
+
+class StepsOfItsOwn(GRSD):
+    """GRSD whose update only records the rollouts' steps and reports 123 env steps taken by itself."""
+
+    def update(self, policy, groups, iteration, seed):
+        self.rollout_steps = sum(len(t.steps) for g in groups for t in g.trajectories)
+        return {"train/update_env_steps": 123}
+
+
+def test_the_loop_counts_an_updates_own_env_steps(tmp_path):
+    envs = make_vec(2, "sync", render_scale=0.1, noise="none")
+    try:
+        run = Run(tmp_path / "run", {"algo": "grsd"}, wandb_mode="disabled")
+        algo = StepsOfItsOwn(GRSDConfig(iterations=1, instances_per_iter=2, group_size=2))
+        train_loop(algo, RecordingExpert(), envs, run, ["SystemWifiTurnOn"], seed=0, eval_n_per_task=1)
+        run.close()
+    finally:
+        envs.close()
+    assert algo.envs is envs
+    last = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()][-1]
+    assert last["env_steps"] == algo.rollout_steps + 123 and algo.rollout_steps > 0
 
 
 def test_forks_cli_draws_a_png_from_the_run(small_run, tmp_path):

@@ -193,6 +193,13 @@ def resize_frame(pixels: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 
 
 # -- the backend ---------------------------------------------------------------------------------------
+NO_SNAPSHOTS = (
+    "the real AndroidWorld emulator cannot snapshot an episode cheaply (an emulator snapshot saves the whole "
+    "device: seconds and gigabytes per state); branch episodes on SimDroid (backend='simdroid'), whose "
+    "snapshots are plain data"
+)
+
+
 class AndroidWorldBackend(Backend):
     """The real AndroidWorld on an emulator (or any `AsyncEnv`).
 
@@ -397,6 +404,12 @@ class AndroidWorldBackend(Backend):
             )
         ja = hook(self.env)
         return Action.from_dict({k: v for k, v in ja.as_dict().items() if k != "keycode"})
+
+    def snapshot(self) -> Any:
+        raise NotImplementedError(NO_SNAPSHOTS)
+
+    def restore(self, state: Any, rng: np.random.Generator) -> np.ndarray | None:
+        raise NotImplementedError(NO_SNAPSHOTS)
 
     def _tear_down(self) -> None:
         """AndroidWorld tears an instance down after scoring it; we do it before the next one starts."""

@@ -53,5 +53,13 @@ class Backend(abc.ABC):
     def expert_action(self) -> Action:
         raise NotImplementedError(f"{type(self).__name__} has no expert")
 
+    def snapshot(self) -> Any:
+        """The phone's whole state between two steps, picklable (what `VoyagerEnv.snapshot` keeps)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot snapshot its state")
+
+    def restore(self, state: Any, rng: np.random.Generator) -> np.ndarray | None:
+        """Put the phone back at a `snapshot()`, drawing from `rng` from now on; return its screenshot."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore a snapshot")
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to release
         """Release the device."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import pickle
 import random
 from typing import Any
 
@@ -16,6 +18,7 @@ from voyager_gym.backends.sim.phone import Phone
 from voyager_gym.backends.sim.render import Renderer
 from voyager_gym.backends.sim.tasks import TASKS, SimTask
 from voyager_gym.backends.sim.tasks.base import View
+from voyager_gym.backends.sim.widgets import Node
 from voyager_gym.observation import UIElement
 
 
@@ -23,6 +26,47 @@ def unknown_task_error(name: str, known: list[str]) -> KeyError:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known tasks: {', '.join(sorted(known)[:8])}, ..."
     return KeyError(f"unknown task {name!r}{hint}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Shown:
+    """How the last screenshot was drawn, so that a restore rebuilds the same pixels without a draw from the
+    RNG: the clean frame and tree of the screen, its noise, and the previous screen's frame and tree when the
+    shot caught a transition. Frames are the renderer's read-only arrays, shared, never copied; pickling
+    drops them and keeps the previous tree without its handlers (the receiver re-renders from the trees)."""
+
+    noise: NoiseDraw
+    w_prev: float
+    clean: np.ndarray | None
+    root: Node | None
+    blend_frame: np.ndarray | None = None
+    blend_root: Node | None = None
+
+    @property
+    def blended(self) -> bool:
+        return self.blend_root is not None
+
+    def __getstate__(self) -> dict[str, Any]:
+        blend_root = None if self.blend_root is None else _visual_copy(self.blend_root)
+        return {**self.__dict__, "clean": None, "root": None, "blend_frame": None, "blend_root": blend_root}
+
+
+def _visual_copy(n: Node) -> Node:
+    """`n`'s tree without its handlers (closures over live screens): all a renderer reads, picklable."""
+    return dataclasses.replace(n, on_click=None, on_long_click=None, on_scroll=None, field=None,
+                               children=[_visual_copy(c) for c in n.children])
+
+
+@dataclasses.dataclass(frozen=True)
+class SimState:
+    """SimDroid between two steps. `data` pickles the device (app data, screens and back stacks, clock),
+    the task object, the expert's memory and the last tap together, so references between them survive and
+    a restore never shares mutable state with the snapshot; `noise` is the config it ran under."""
+
+    data: bytes
+    noise: NoiseConfig
+    prev_key: str | None
+    shown: Shown | None  # None: the last observation had no pixels
 
 
 class SimDroidBackend(Backend):
@@ -37,7 +81,9 @@ class SimDroidBackend(Backend):
         self.mem: dict[str, Any] = {}
         self._rng = np.random.default_rng(0)
         self._prev_frame: np.ndarray | None = None
+        self._prev_root: Node | None = None
         self._prev_key: str | None = None
+        self._shown: Shown | None = None
         self._pristine: DeviceState | None = None
         self._scratch: np.ndarray | None = None
 
@@ -79,7 +125,7 @@ class SimDroidBackend(Backend):
         self.phone.go_home()
         self.phone.invalidate()
         self.mem = {}
-        self._prev_frame = None
+        self._prev_frame = self._prev_root = self._shown = None
         self._prev_key = None
         return self.task.goal
 
@@ -92,14 +138,23 @@ class SimDroidBackend(Backend):
         frame = None
         if pixels:
             clean = self.renderer.render(root)
-            frame = apply_noise(clean.copy(), nd, self.renderer, root)
+            shown = Shown(nd, w_prev, clean, root)
             if transition and self._prev_frame is not None:
-                if self._scratch is None or self._scratch.shape != frame.shape:
-                    self._scratch = np.empty_like(frame)
-                frame = blend(self._prev_frame, frame, w_prev, self._scratch)
-            self._prev_frame = clean
+                shown = dataclasses.replace(shown, blend_frame=self._prev_frame, blend_root=self._prev_root)
+            frame = self._draw(shown)
+            self._prev_frame, self._prev_root, self._shown = clean, root, shown
         self._prev_key = key
         return frame, self.phone.elements(), key
+
+    def _draw(self, shown: Shown) -> np.ndarray:
+        """The screenshot `shown` describes: noise over a copy of the clean frame, blended with the previous
+        screen's when it caught a transition."""
+        frame = apply_noise(shown.clean.copy(), shown.noise, self.renderer, shown.root)
+        if shown.blended:
+            if self._scratch is None or self._scratch.shape != frame.shape:
+                self._scratch = np.empty_like(frame)
+            frame = blend(shown.blend_frame, frame, shown.w_prev, self._scratch)
+        return frame
 
     def execute(self, action: Action) -> None:
         try:
@@ -119,8 +174,33 @@ class SimDroidBackend(Backend):
         return self.task.expert(view, self.mem)
 
     # -- snapshots -------------------------------------------------------------------------------------
-    def snapshot(self) -> DeviceState:
-        return self.phone.dev.snapshot()
+    def snapshot(self) -> SimState:
+        """The whole phone between two steps (see SimState); cheap: one pickle of plain data."""
+        data = pickle.dumps((self.phone.dev, self.task, self.mem, self.phone.last_tap), protocol=5)
+        return SimState(data, self.noise, self._prev_key, self._shown)
 
-    def restore(self, state: DeviceState) -> None:
-        self.phone.reset(state.snapshot())
+    def restore(self, state: SimState, rng: np.random.Generator) -> np.ndarray | None:
+        """Put the phone back at `state`, drawing from `rng` from now on; return the screenshot observed
+        then (None if it had no pixels). The next observation blends from the restored screen, as it would
+        have."""
+        if not isinstance(state, SimState):
+            raise ValueError(f"state={type(state).__name__}: expected a SimDroidBackend.snapshot()")
+        if state.noise != self.noise:
+            raise ValueError(f"the snapshot was taken with noise={state.noise}; this backend has "
+                             f"noise={self.noise}")
+        dev, self.task, self.mem, last_tap = pickle.loads(state.data)
+        self.phone.reset(dev)
+        self.phone.last_tap = last_tap
+        self._rng = rng
+        self._prev_key = state.prev_key
+        shown = state.shown
+        if shown is None:
+            self._prev_frame = self._prev_root = self._shown = None
+            return None
+        if shown.clean is None:  # unpickled: re-render the trees (the restored device composes the screen)
+            root = self.phone.root()
+            shown = dataclasses.replace(shown, clean=self.renderer.render(root), root=root)
+            if shown.blended:
+                shown = dataclasses.replace(shown, blend_frame=self.renderer.render(shown.blend_root))
+        self._prev_frame, self._prev_root, self._shown = shown.clean, shown.root, shown
+        return self._draw(shown)

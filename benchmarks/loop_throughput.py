@@ -1,15 +1,16 @@
-"""Training-loop throughput: one iteration of RFT, GRPO, PPO and GRSD through `algos.loop.train_loop`, in env
-steps per second through the whole iteration (rollouts, update, evaluation, checkpoint, logging), with the
-share of each phase, against env-only throughput measured in the same run on the same instances.
+"""Training-loop throughput: one iteration of RFT, GRPO, PPO, GRSD and GiGPO through `algos.loop.train_loop`,
+in env steps per second through the whole iteration (rollouts, update, evaluation, checkpoint, logging), with
+the share of each phase, against env-only throughput measured in the same run on the same instances.
 
 The reference replays every trajectory of the measured iteration (same instances, env seeds and actions) on
-one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and,
-for GRSD, also with its screenshots; the difference is the rendering share). GRSD runs as experiments/ run
-it on SimDroid: rollouts render nothing and the mixed groups' frames are rendered afterwards by replaying
-their episodes (--grsd-live: every step renders its screenshot). The iteration counts its
-training env steps, as the loop does; its time includes the evaluation that follows it. The start policy
-of every algorithm is the same behaviour-cloned base policy (cached in --cache). Each figure is the fastest
-of --repeats runs, algorithms alternating (the machine may be shared).
+one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and, for
+GRSD and GiGPO, also with their screenshots; the difference is the rendering share). GRSD and GiGPO (robust
+anchors) run as experiments/ run them on SimDroid: rollouts render nothing and the frames they compare (GRSD:
+mixed groups', GiGPO: scored groups') are rendered afterwards by replaying their episodes (--grsd-live: every
+step renders its screenshot). The iteration counts its training env steps, as the loop does; its time includes
+the evaluation that follows it. The start policy of every algorithm is the same behaviour-cloned base policy
+(cached in --cache). Each figure is the fastest of --repeats runs, algorithms alternating (the machine may be
+shared).
 
     python benchmarks/loop_throughput.py [--quick] [--algos rft,grpo,ppo,grsd] [--num-envs 16]
         [--vector pipelined] [--workers 1] [--lanes 2] [--repeats 2]
@@ -30,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400}  # env steps/s through the loop (issue 13)
+TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400,  # env steps/s through the loop (issue 13)
+           "gigpo": 400}  # (GRSD's: the other algorithm that renders and compares screenshots)
 ROLLOUT_PHASES = ("env", "render", "featurise", "policy", "buffer")
 
 
@@ -61,13 +63,14 @@ def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
 
 
 def make_algo(name: str, instances: int, group_size: int) -> Any:
+    from algos.gigpo import GiGPO, GiGPOConfig
     from algos.grpo import GRPO, GRPOConfig
     from algos.grsd import GRSD, GRSDConfig
     from algos.ppo import PPO, PPOConfig
     from algos.rft import RFT, RFTConfig
 
     cls, cfg = {"rft": (RFT, RFTConfig), "grpo": (GRPO, GRPOConfig), "ppo": (PPO, PPOConfig),
-                "grsd": (GRSD, GRSDConfig)}[name]
+                "grsd": (GRSD, GRSDConfig), "gigpo": (GiGPO, GiGPOConfig)}[name]
     return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size))
 
 
@@ -211,7 +214,7 @@ def main() -> None:
     best: dict[str, dict[str, Any]] = {}
     for _ in range(args.repeats):
         for name in algos:
-            scale = args.pixel_scale if name == "grsd" else 0.0
+            scale = args.pixel_scale if name in ("grsd", "gigpo") else 0.0  # those compare screenshots
             r = one_iteration(name, policy, tasks, args, scale)
             if name not in best or r["wall"] < best[name]["wall"]:
                 best[name] = r
@@ -225,7 +228,7 @@ def main() -> None:
         rate = r["env_steps"] / r["wall"]
         sh = shares(r["phases"], r["wall"])
         extra = ""
-        if name == "grsd":
+        if name in ("grsd", "gigpo"):
             px_steps, px_secs = replay(r["groups"], args.pixel_scale)
             extra = f"; env-only with screenshots {px_steps / px_secs:.0f}/s"
         order = [*ROLLOUT_PHASES, "rollout other", "update", "evaluation", "checkpoint", "logging", "other"]

@@ -1712,7 +1712,7 @@ def screen_classes(trajectories: Sequence[Any], config: ForkConfig | None = None
     same: dict[tuple[int, int], np.ndarray] = {}  # (trajectory, earlier trajectory) -> SAME matrix
     firsts: list[tuple[int, int]] = []  # (trajectory, step) of each class's first step
 
-    def self_same(i: int, s: int, j: int, t: int) -> bool:
+    def same_as_first(i: int, s: int, j: int, t: int) -> bool:
         if (i, j) not in same:
             same[i, j] = steps.matrices(i, j)[0]
         return bool(same[i, j][s, t])
@@ -1721,7 +1721,7 @@ def screen_classes(trajectories: Sequence[Any], config: ForkConfig | None = None
     for i, tr in enumerate(trajs):
         ids = []
         for s in range(len(tr.steps)):
-            c = next((c for c, (j, t) in enumerate(firsts) if self_same(i, s, j, t)), None)
+            c = next((c for c, (j, t) in enumerate(firsts) if same_as_first(i, s, j, t)), None)
             if c is None:
                 c = len(firsts)
                 firsts.append((i, s))

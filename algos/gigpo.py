@@ -145,8 +145,8 @@ class Anchors:
 def gigpo_advantages(groups: list[Group],
                      cfg: GiGPOConfig) -> tuple[list[tuple[Step, float, float]], Anchors]:
     """(step, A^E, A^S) for every step of the non-errored trajectories of groups with signal (some step's
-    advantage is not 0), in buffer order, and what anchor matching found. Anchors are only matched in groups
-    whose step returns vary (elsewhere every A^S is 0 whatever the anchors)."""
+    A^E + step_weight * A^S is not 0), in buffer order, and what anchor matching found. Anchors are only
+    matched in groups whose step returns vary (elsewhere every A^S is 0 whatever the anchors)."""
     out: list[tuple[Step, float, float]] = []
     found = Anchors()
     for g in groups:
@@ -165,7 +165,7 @@ def gigpo_advantages(groups: list[Group],
             step_adv = [np.zeros(len(r)) for r in returns]
         rows = [(s, a_e, float(a_s)) for t, a_e, adv in zip(trajs, episode, step_adv, strict=True)
                 for s, a_s in zip(t.steps, adv, strict=True)]
-        if any(a_e != 0.0 or a_s != 0.0 for _, a_e, a_s in rows):
+        if any(a_e + cfg.step_weight * a_s != 0.0 for _, a_e, a_s in rows):
             out += rows
     return out, found
 

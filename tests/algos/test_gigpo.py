@@ -140,6 +140,11 @@ def test_a_group_of_successes_prefers_the_shorter_path_where_grpo_sees_nothing()
             ("s-r1", 2): (0.0, 0.0)}
     assert flat(got) == pytest.approx(flat(want))
     assert GRPO(GRPOConfig()).advantages([g])[0] == []
+    # step_weight 0: the episode level alone, Dr. GRPO (GRPO without the std), here no signal at all
+    assert GiGPO(GiGPOConfig(anchor="exact", step_weight=0.0)).advantages([g])[0] == []
+    steps, _ = GiGPO(GiGPOConfig(anchor="exact", step_weight=0.0)).advantages([paper_group()])
+    want, _ = GRPO(GRPOConfig(scale_std=False)).advantages([paper_group()])
+    assert [(s.traj_id, s.t, a) for s, a in steps] == [(s.traj_id, s.t, a) for s, a in want]
 
 
 def test_flat_and_errored_groups():

@@ -1,1 +1,1 @@
-"""Training algorithms over one trajectory buffer and one policy interface (RFT, GRSD, GRPO, PPO)."""
+"""Training algorithms over one trajectory buffer and one policy interface (RFT, GRSD, GRPO, PPO, GiGPO)."""

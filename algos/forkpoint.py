@@ -1694,3 +1694,37 @@ def group_forks(group: Any, config: ForkConfig | None = None) -> list[tuple[Any,
                     ti, mats, best = j, mats_j, cover
         out += [(tr, succ[ti], f) for f in steps.forks(fi, ti, mats)]
     return out
+
+
+def screen_classes(trajectories: Sequence[Any], config: ForkConfig | None = None) -> list[list[int]]:
+    """Which steps of some algos.buffer.Trajectory objects show the same screen, as fork detection decides
+    SAME (default: the faithful detector): a class id per step, per trajectory. Classes form greedily in
+    order, trajectory by trajectory and step by step: a step joins the first class whose first step it is SAME
+    with, else opens a new one (SAME is not transitive, so each class is anchored on its first screen, as
+    verl-agent's similarity grouping does). GiGPO's anchor states (algos/gigpo.py). Screens: Step.frame, else
+    Step.thumbnail; with `oracle`, Step.screen_key alone."""
+    cfg = config or ForkConfig.faithful()
+    trajs = list(trajectories)
+    if not any(tr.steps for tr in trajs):
+        return [[] for _ in trajs]
+    views = [[_step_view(s, tr.traj_id, cfg.oracle) for s in tr.steps] for tr in trajs]
+    steps = _Steps(views, [tr.traj_id for tr in trajs], cfg)
+    same: dict[tuple[int, int], np.ndarray] = {}  # (trajectory, earlier trajectory) -> SAME matrix
+    firsts: list[tuple[int, int]] = []  # (trajectory, step) of each class's first step
+
+    def same_as_first(i: int, s: int, j: int, t: int) -> bool:
+        if (i, j) not in same:
+            same[i, j] = steps.matrices(i, j)[0]
+        return bool(same[i, j][s, t])
+
+    out: list[list[int]] = []
+    for i, tr in enumerate(trajs):
+        ids = []
+        for s in range(len(tr.steps)):
+            c = next((c for c, (j, t) in enumerate(firsts) if same_as_first(i, s, j, t)), None)
+            if c is None:
+                c = len(firsts)
+                firsts.append((i, s))
+            ids.append(c)
+        out.append(ids)
+    return out

@@ -92,6 +92,18 @@ def step_advantages(groups: list[Group], adv_of: dict[str, float]) -> list[tuple
             for s in t.steps]
 
 
+def signal_metrics(groups: list[Group], steps: list[tuple[Step, float]],
+                   with_signal: int) -> dict[str, float]:
+    """How much of an iteration the loss learns from: groups with signal, steps trained on, and the steps
+    whose advantage (hence gradient) is not zero, also as a share of all non-errored steps."""
+    n_steps = sum(len(t.steps) for g in groups for t in g.trajectories if not t.errored)
+    nonzero = sum(a != 0.0 for _, a in steps)
+    return {"train/signal_groups_frac": with_signal / max(1, len(groups)),
+            "train/pg_steps": len(steps),
+            "train/nonzero_adv_steps": nonzero,  # steps whose gradient is not zero
+            "train/nonzero_adv_frac": nonzero / max(1, n_steps)}
+
+
 class GRPO(Algorithm):
     """Group-relative policy optimisation over whole multi-turn trajectories (see the module docstring)."""
 
@@ -103,16 +115,16 @@ class GRPO(Algorithm):
         self.reference: Policy | None = None
         self._reference_path: Path | None = None  # set on resume; loaded at the next update, on its device
 
-    def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
+    def advantages(self, groups: list[Group]) -> tuple[list[tuple[Step, float]], dict[str, float]]:
+        """The (step, advantage) pairs the loss trains on, in buffer order, and metrics about them."""
         cfg = self.cfg
         adv_of, with_signal = grpo_advantages(groups, cfg.scale_std, cfg.eps, cfg.invalid_penalty)
         steps = step_advantages(groups, adv_of)
-        n_steps = sum(len(t.steps) for g in groups for t in g.trajectories if not t.errored)
-        nonzero = sum(a != 0.0 for _, a in steps)
-        metrics = {"train/signal_groups_frac": with_signal / max(1, len(groups)),
-                   "train/pg_steps": len(steps),
-                   "train/nonzero_adv_steps": nonzero,  # steps whose gradient is not zero
-                   "train/nonzero_adv_frac": nonzero / max(1, n_steps)}
+        return steps, signal_metrics(groups, steps, with_signal)
+
+    def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
+        cfg = self.cfg
+        steps, metrics = self.advantages(groups)
         if cfg.beta > 0 and self.reference is None:
             if self._reference_path is not None:  # resumed: the reference saved with the checkpoint
                 self.reference = load_saved_policy(self._reference_path, getattr(policy, "device", "cpu"))

@@ -39,7 +39,7 @@ from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
 from algos.rft import success_samples, successful_groups
-from algos.rollout import RolloutConfig, has_pixels
+from algos.rollout import RolloutConfig
 from voyager_gym.actions import Action
 
 FORK_MODES = ("faithful", "robust")
@@ -235,15 +235,11 @@ class GRSD(Algorithm):
         envs that render nothing, the mixed groups' frames are rendered afterwards by replaying their
         episodes (only they are ever drawn)."""
         mixed = policy is not None and not policy.uses_pixels
-        cfg = dataclasses.replace(super().rollout_config(envs, seed, progress), keep_frames=True,
-                                  frames_of="mixed" if mixed else "all")
-        if not has_pixels(envs):
-            if self.replay_env is None:
-                raise ValueError("GRSD compares screenshots, but the env gives elements-only observations; "
-                                 "make it with render_scale > 0 (observation_mode='full'), or set the "
-                                 "algorithm's replay_env to render them by replay (SimDroid)")
-            cfg.replay_frames = dict(self.replay_env)
-        return cfg
+        return self.with_frames(super().rollout_config(envs, seed, progress), envs,
+                                "mixed" if mixed else "all",
+                                "GRSD compares screenshots, but the env gives elements-only observations; "
+                                "make it with render_scale > 0 (observation_mode='full'), or set the "
+                                "algorithm's replay_env to render them by replay (SimDroid)")
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         cfg = self.cfg

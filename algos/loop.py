@@ -58,6 +58,17 @@ class Algorithm(abc.ABC):
             progress=progress,
         )
 
+    def with_frames(self, cfg: RolloutConfig, envs: Any, frames_of: str, missing: str) -> RolloutConfig:
+        """`cfg` keeping the frames of the `frames_of` groups for an algorithm that compares screenshots,
+        rendered afterwards by replaying their episodes (`replay_env`) when the envs render none; `missing`:
+        the error when neither can give them."""
+        cfg = dataclasses.replace(cfg, keep_frames=True, frames_of=frames_of)
+        if not has_pixels(envs):
+            if self.replay_env is None:
+                raise ValueError(missing)
+            cfg.replay_frames = dict(self.replay_env)
+        return cfg
+
     @abc.abstractmethod
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         """Train `policy` in place on this iteration's groups; return metrics to log (losses, counts). Env

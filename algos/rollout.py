@@ -33,14 +33,18 @@ class RolloutConfig:
     greedy: bool = False  # argmax actions (evaluation) instead of sampling
     thumb_width: int = 96  # thumbnail width kept per step when observations have pixels (0: none)
     keep_frames: bool = False  # also keep the full frames
-    frames_of: str = "all"  # with keep_frames: "all" groups, or only "mixed" ones (successes and failures:
-    # what fork detection compares); the others' frames are dropped as soon as their last rollout ends
+    frames_of: str = "all"  # with keep_frames: "all" groups, only "mixed" ones (successes and failures: what
+    # fork detection compares) or only "scored" ones (some rollout scored > 0: where GiGPO's step returns can
+    # differ); the others' frames are dropped as soon as their last rollout ends
     progress: bool = False  # a rich progress bar
     seed: int = 0  # base of the per-trajectory env seeds (screen noise)
     replay_frames: dict[str, Any] | None = None  # with keep_frames: kwargs of a SimDroid VoyagerEnv
     # (observation_mode "full") that renders the kept frames afterwards, by replaying each kept group's
     # episodes (same instance, env seed and actions: SimDroid is deterministic, and draws its screen noise
     # whether or not it renders); the rollout envs then render no screenshots at all
+
+
+FRAMES_OF = ("all", "mixed", "scored")
 
 
 def has_pixels(envs: Any) -> bool:
@@ -97,8 +101,8 @@ class _Rollouts:
             )
             for k, inst in enumerate(instances)
         ]
-        if cfg.frames_of not in ("all", "mixed"):
-            raise ValueError(f"frames_of must be 'all' or 'mixed', got {cfg.frames_of!r}")
+        if cfg.frames_of not in FRAMES_OF:
+            raise ValueError(f"frames_of must be one of {', '.join(FRAMES_OF)}, got {cfg.frames_of!r}")
         self.slots: list[list[Trajectory | None]] = [[None] * G for _ in instances]
         self.left = [G] * len(instances)  # rollouts of each group still running or to come
         # gymnasium's vector envs reuse their pixel buffers; a pipelined env's frames arrive as new arrays
@@ -146,9 +150,14 @@ class _Rollouts:
                     if n + 1 < len(t.steps):
                         obs, *_ = env.step(s.response)
 
-    def _mixed(self, k: int) -> bool:
+    def _keeps_frames(self, k: int) -> bool:
+        """Whether finished group k keeps its frames (`frames_of`)."""
         trajs = [t for t in self.slots[k] if t is not None and not t.errored]
-        return any(t.success for t in trajs) and not all(t.success for t in trajs)
+        if self.cfg.frames_of == "mixed":
+            return any(t.success for t in trajs) and not all(t.success for t in trajs)
+        if self.cfg.frames_of == "scored":
+            return any(t.score > 0 for t in trajs)
+        return True
 
     def result(self) -> list[Group]:
         for k, grp in enumerate(self.groups):
@@ -204,8 +213,8 @@ class _Rollouts:
                            pixels=obs.get("pixels"), step=int(info.get("step", 0)),
                            max_steps=int(info.get("max_steps", 10)), seen=self.seen[i].view(els))
 
-    def _drop_frames_unless_mixed(self, k: int) -> None:
-        if self._mixed(k):
+    def _drop_frames_unless_kept(self, k: int) -> None:
+        if self._keeps_frames(k):
             return
         for t in self.slots[k]:
             for s in t.steps if t is not None else ():
@@ -264,10 +273,10 @@ class _Rollouts:
             self.left[k] -= 1
             if self.left[k] == 0 and cfg.keep_frames:
                 if cfg.replay_frames is not None:
-                    if cfg.frames_of == "all" or self._mixed(k):
+                    if self._keeps_frames(k):
                         self._replay(k)
-                elif cfg.frames_of == "mixed":
-                    self._drop_frames_unless_mixed(k)
+                elif cfg.frames_of != "all":
+                    self._drop_frames_unless_kept(k)
             self.done_jobs += 1
             if self.progress is not None:
                 self.progress.update(self.bar, completed=self.done_jobs)

@@ -1,18 +1,18 @@
-"""Training-loop throughput: one iteration of RFT, GRPO, PPO and GRSD through `algos.loop.train_loop`, in env
-steps per second through the whole iteration (rollouts, update, evaluation, checkpoint, logging), with the
-share of each phase, against env-only throughput measured in the same run on the same instances.
+"""Training-loop throughput: one iteration of RFT, GRPO, PPO, GRSD and GiGPO through `algos.loop.train_loop`,
+in env steps per second through the whole iteration (rollouts, update, evaluation, checkpoint, logging), with
+the share of each phase, against env-only throughput measured in the same run on the same instances.
 
 The reference replays every trajectory of the measured iteration (same instances, env seeds and actions) on
-one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and,
-for GRSD, also with its screenshots; the difference is the rendering share). GRSD runs as experiments/ run
-it on SimDroid: rollouts render nothing and the mixed groups' frames are rendered afterwards by replaying
-their episodes (--grsd-live: every step renders its screenshot). `grsd-verify` is GRSD with
-grsd.verify=true (every fork checked by --branch-k continuations a side from SimDroid snapshots): its time
-against plain GRSD's on the same rollouts is the cost of verified forks (target: at most +30%). The
-iteration counts its
-training env steps, as the loop does; its time includes the evaluation that follows it. The start policy
-of every algorithm is the same behaviour-cloned base policy (cached in --cache). Each figure is the fastest
-of --repeats runs, algorithms alternating (the machine may be shared).
+one VoyagerEnv in this process, no policy: the env's own speed on exactly these steps, elements-only (and, for
+GRSD and GiGPO, also with their screenshots; the difference is the rendering share). GRSD and GiGPO (robust
+anchors) run as experiments/ run them on SimDroid: rollouts render nothing and the frames they compare (GRSD:
+mixed groups', GiGPO: scored groups') are rendered afterwards by replaying their episodes (--grsd-live: every
+step renders its screenshot). `grsd-verify` is GRSD with grsd.verify=true (every fork checked by --branch-k
+continuations a side from SimDroid snapshots): its time against plain GRSD's on the same rollouts is the cost
+of verified forks (target: at most +30%). The iteration counts its training env steps, as the loop does; its
+time includes the evaluation that follows it. The start policy of every algorithm is the same
+behaviour-cloned base policy (cached in --cache). Each figure is the fastest of --repeats runs, algorithms
+alternating (the machine may be shared).
 
     python benchmarks/loop_throughput.py [--quick] [--algos rft,grpo,ppo,grsd] [--num-envs 16]
         [--vector pipelined] [--workers 1] [--lanes 2] [--repeats 2]
@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400, "grsd-verify": 400}  # env steps/s through the
-# loop (issue 13; grsd-verify's own target is its wall time against grsd's: VERIFY_OVERHEAD)
+TARGETS = {"rft": 700, "grpo": 700, "ppo": 700, "grsd": 400, "grsd-verify": 400,  # env steps/s through the
+           "gigpo": 400}  # loop (issue 13; gigpo: GRSD's, the other algorithm that renders and compares
+# screenshots; grsd-verify's own target is its wall time against grsd's: VERIFY_OVERHEAD)
 VERIFY_OVERHEAD = 0.30  # verified forks may add this share to a GRSD iteration's wall time (issue 18)
 ROLLOUT_PHASES = ("env", "render", "featurise", "policy", "buffer")
 
@@ -66,13 +67,15 @@ def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
 
 
 def make_algo(name: str, instances: int, group_size: int, branch_k: int = 4) -> Any:
+    from algos.gigpo import GiGPO, GiGPOConfig
     from algos.grpo import GRPO, GRPOConfig
     from algos.grsd import GRSD, GRSDConfig
     from algos.ppo import PPO, PPOConfig
     from algos.rft import RFT, RFTConfig
 
     cls, cfg = {"rft": (RFT, RFTConfig), "grpo": (GRPO, GRPOConfig), "ppo": (PPO, PPOConfig),
-                "grsd": (GRSD, GRSDConfig), "grsd-verify": (GRSD, GRSDConfig)}[name]
+                "grsd": (GRSD, GRSDConfig), "grsd-verify": (GRSD, GRSDConfig),
+                "gigpo": (GiGPO, GiGPOConfig)}[name]
     extra = {"verify": True, "branch_k": branch_k} if name == "grsd-verify" else {}
     return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size, **extra))
 
@@ -218,7 +221,7 @@ def main() -> None:
     best: dict[str, dict[str, Any]] = {}
     for _ in range(args.repeats):
         for name in algos:
-            scale = args.pixel_scale if name.startswith("grsd") else 0.0
+            scale = args.pixel_scale if name.startswith("grsd") or name == "gigpo" else 0.0  # compare frames
             r = one_iteration(name, policy, tasks, args, scale)
             if name not in best or r["wall"] < best[name]["wall"]:
                 best[name] = r
@@ -232,7 +235,7 @@ def main() -> None:
         rate = r["env_steps"] / r["wall"]
         sh = shares(r["phases"], r["wall"])
         extra = ""
-        if name.startswith("grsd"):
+        if name.startswith("grsd") or name == "gigpo":
             px_steps, px_secs = replay(r["groups"], args.pixel_scale)
             extra = f"; env-only with screenshots {px_steps / px_secs:.0f}/s"
         order = [*ROLLOUT_PHASES, "rollout other", "update", "evaluation", "checkpoint", "logging", "other"]

@@ -1,7 +1,8 @@
 """The paper's comparison under one harness: every algorithm from the same RFT checkpoint, the same budget.
 
-    python experiments/compare.py algo=grsd,grpo,ppo [seeds=3] [budget=ENV_STEPS] [preset=default|paper|smoke]
-                                  [tasks=...] [policy=small|hf] [out_dir=PATH] [workers=2] [any train key]
+    python experiments/compare.py algo=grsd,grpo,ppo[,gigpo] [seeds=3] [budget=ENV_STEPS]
+                                  [preset=default|paper|smoke] [tasks=...] [policy=small|hf] [out_dir=PATH]
+                                  [workers=2] [any train key]
     voyager-gym compare --help      # every key, its type, default and meaning; the presets
 
 1. The RFT checkpoint (the base policy, then RFT) is trained once and cached; every run starts from it.

@@ -2,13 +2,13 @@
 
 Parts: the run (seed, folders, logging), the suite (tasks, held-out instances), `env.*` (where episodes run),
 `policy.*` (which policy), `base.*` (the BC base policy) and one section per algorithm (`rft.*`, `grsd.*`,
-`grpo.*`, `ppo.*`). train, pretrain, evaluate and compare each take the parts they use, so a key means the
-same thing everywhere. Overrides are checked by OmegaConf: an unknown key, a value of the wrong type or a
-choice outside its options is an error that names the key, the value and what is allowed. Lists take either
-form (`tasks=[A,B]` or `tasks=A,B`), maps `k=v,k2=v2` or `{k: v}`; a section with a `name` can be picked by
-its name (`policy=hf` is `policy.name=hf`). `preset=NAME` applies a named set of overrides first (the user's
-own overrides win). `--help` lists every key with its type, default and meaning, read from this file's and
-the algorithm modules' field comments, so it cannot drift from the code.
+`grpo.*`, `ppo.*`, `gigpo.*`). train, pretrain, evaluate and compare each take the parts they use, so a key
+means the same thing everywhere. Overrides are checked by OmegaConf: an unknown key, a value of the wrong type
+or a choice outside its options is an error that names the key, the value and what is allowed. Lists take
+either form (`tasks=[A,B]` or `tasks=A,B`), maps `k=v,k2=v2` or `{k: v}`; a section with a `name` can be
+picked by its name (`policy=hf` is `policy.name=hf`). `preset=NAME` applies a named set of overrides first
+(the user's own overrides win). `--help` lists every key with its type, default and meaning, read from this
+file's and the algorithm modules' field comments, so it cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from algos.gigpo import GiGPOConfig
 from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
 from algos.policies.base import LR_SCHEDULES
@@ -38,6 +39,7 @@ ALGORITHMS = {
     "grsd": "algos.grsd.GRSD",
     "grpo": "algos.grpo.GRPO",
     "ppo": "algos.ppo.PPO",
+    "gigpo": "algos.gigpo.GiGPO",
 }
 SB3 = "sb3-ppo"
 
@@ -199,6 +201,7 @@ class AlgosPart:
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
+    gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
 
     def __post_init__(self) -> None:
         """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
@@ -210,7 +213,7 @@ class AlgosPart:
                     _at_least(f"{name}.{key}", getattr(section, key), 1)
             for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks",
                         "thumb_width", "balance", "clip_low", "clip_high", "beta", "eps", "max_grad_norm",
-                        "vf_coef", "vf_clip", "ent_coef", "rft_ratio"):
+                        "vf_coef", "vf_clip", "ent_coef", "rft_ratio", "step_weight"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 0)
             if not section.lr > 0:
@@ -245,7 +248,7 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo
+    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo
     budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
@@ -262,7 +265,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, sb3-ppo
+    # compared: rft, grsd, grpo, ppo, gigpo, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
     budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
@@ -314,7 +317,7 @@ SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minut
     *SMOKE_BASE,
     *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
-COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo")
+COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo")
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")

@@ -290,6 +290,10 @@ DIAGNOSTICS = (
     ("grsd/same_history_rate", "forks with the teacher's own history (the sample repeats an RFT step)", True),
     ("grsd/later_fork_rate", "forks after an earlier fork of the same failed rollout", True),
     ("grsd/fork_precision_branching", "forks whose correction raised the success rate (branching)", True),
+    ("gigpo/anchor_groups", "anchor states shared by two or more steps", False),
+    ("gigpo/steps_in_anchor_groups_frac", "steps in a shared anchor state", True),
+    ("gigpo/step_signal_steps", "steps with a non-zero step-level advantage", False),
+    ("gigpo/anchor_same_key_rate", "anchor matches on truly the same screen (SimDroid screen_key)", True),
     ("train/sft_samples", "fine-tuning samples", False),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)
@@ -342,8 +346,9 @@ def diagnostics_md(diag: Diagnostics) -> list[str]:
         "",
         "What each algorithm learned from, per training iteration (metrics.jsonl): the mean over iterations "
         "and seeds (first iteration -> last, mean over seeds). GRPO learns only from groups with both "
-        "outcomes; GRSD's forks come only from them; fork precision is checked against SimDroid's "
-        "ground-truth screen identity.",
+        "outcomes; GRSD's forks come only from them; GiGPO's step-level advantages also come from groups "
+        "whose rollouts all succeed, through the screens they share; fork and anchor precision are checked "
+        "against SimDroid's ground-truth screen identity.",
         "",
         *md_head("per iteration", *names),
         *(f"| {label} | " + " | ".join(cell(diag[a].get(k), pct) for a in names) + " |"

@@ -12,14 +12,14 @@ from experiments.compare import main as compare
 
 pytestmark = pytest.mark.slow  # end-to-end comparison runs
 
-ALGOS = ["grsd", "grpo", "ppo"]
+ALGOS = ["grsd", "grpo", "ppo", "gigpo"]
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cmp")
     out = root / "cmp"
-    compare(["algo=grsd,grpo,ppo", "preset=smoke", f"out_dir={out}", f"cache_dir={root / 'cache'}",
+    compare(["algo=grsd,grpo,ppo,gigpo", "preset=smoke", f"out_dir={out}", f"cache_dir={root / 'cache'}",
              "wandb=offline"])
     return out
 
@@ -45,6 +45,7 @@ def test_smoke_comparison_writes_every_output(smoke):
     table = (smoke / "table.md").read_text()
     assert all(f"| {a} |" in table for a in ALGOS) and "Ten hardest tasks" in table
     assert "Probability of improvement P(row > column)" in table and "Minimum detectable difference" in table
+    assert "| anchor states shared by two or more steps | - | - | - | " in table  # gigpo's column only
     assert (smoke / "curves.png").read_bytes()[:4] == b"\x89PNG"
     assert (smoke / "profiles.png").read_bytes()[:4] == b"\x89PNG"
     html = (smoke / "report.html").read_text()
@@ -86,7 +87,7 @@ def test_resume_skips_finished_pairs(smoke, tmp_path):
     touched = (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns  # rewritten by any rerun
     shutil.rmtree(out / "runs" / "ppo-s1")  # as if the comparison was killed before this pair
     cache = next(p for p in smoke.parent.iterdir() if p.name == "cache")
-    compare(["algo=grsd,grpo,ppo", "preset=smoke", f"out_dir={out}", f"cache_dir={cache}",
+    compare(["algo=grsd,grpo,ppo,gigpo", "preset=smoke", f"out_dir={out}", f"cache_dir={cache}",
              "wandb=disabled"])
     assert finished.read_text() == before  # not rerun
     assert (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns == touched

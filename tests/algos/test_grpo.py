@@ -218,14 +218,23 @@ def test_grpo_update_with_a_tiny_hf_policy(wifi_screens):
 
 
 # -- end to end -------------------------------------------------------------------------------------------
-def _train(out: Path, cache: Path, extra: list[str]) -> list[dict]:
+def _train(out: Path, cache: Path, extra: list[str], algo: str = "grpo") -> list[dict]:
     from experiments.train import main
 
-    main(["algo=grpo", f"tasks={TASKS}", "rft.iterations=1", "rft.instances_per_iter=4", "rft.group_size=4",
-          "grpo.instances_per_iter=4", "grpo.group_size=4", "grpo.beta=0.02", "eval_n_per_task=2",
-          "env.num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled", "progress=false",
-          f"out_dir={out}", f"cache_dir={cache}", *extra])
+    main([f"algo={algo}", f"tasks={TASKS}", "rft.iterations=1", "rft.instances_per_iter=4",
+          "rft.group_size=4", f"{algo}.instances_per_iter=4", f"{algo}.group_size=4", "grpo.beta=0.02",
+          "eval_n_per_task=2", "env.num_envs=4", "base.demos_per_task=2", "base.epochs=6", "wandb=disabled",
+          "progress=false", f"out_dir={out}", f"cache_dir={cache}", *extra])
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def check_split_run_repeats(full: list[dict], root: Path, cache: Path, algo: str,
+                            keys: tuple[str, ...]) -> None:
+    """The same 2-iteration run in two pieces (stop after iteration 1, then continue): the same numbers."""
+    _train(root / "split", cache, [f"{algo}.iterations=1"], algo)
+    split = _train(root / "split", cache, [f"{algo}.iterations=2"], algo)
+    for a, b in zip(full, split, strict=True):
+        assert {k: a.get(k) for k in keys} == pytest.approx({k: b.get(k) for k in keys}, nan_ok=True)
 
 
 def test_grpo_trains_end_to_end_and_resumes_exactly(tmp_path):
@@ -238,10 +247,6 @@ def test_grpo_trains_end_to_end_and_resumes_exactly(tmp_path):
         assert 0.0 <= r["train/mixed_groups_frac"] <= 1.0
     assert sum(r["train/pg_steps"] for r in full[1:]) > 0  # some groups had signal: the update really ran
     assert (tmp_path / "full" / "checkpoints" / "it_2" / "reference" / "model.safetensors").exists()
-    # the same run in two pieces (stop after iteration 1, then continue) gives the same numbers
-    _train(tmp_path / "split", cache, ["grpo.iterations=1"])
-    split = _train(tmp_path / "split", cache, ["grpo.iterations=2"])
-    keys = ("pass_at_1", "env_steps", "losses/policy", "losses/kl_ref", "train/pg_steps")
-    for a, b in zip(full, split, strict=True):
-        assert {k: a.get(k) for k in keys} == pytest.approx({k: b.get(k) for k in keys}, nan_ok=True)
+    check_split_run_repeats(full, tmp_path, cache, "grpo",
+                            ("pass_at_1", "env_steps", "losses/policy", "losses/kl_ref", "train/pg_steps"))
     assert np.isfinite(full[1]["train/success_rate"])

@@ -219,18 +219,20 @@ class _SometimesQuits(ExpertPolicy):
                 for x, o in zip(batch, super().act(batch), strict=True)]
 
 
-@pytest.mark.parametrize("mode", ["sync", "pipelined"])
-def test_frames_of_mixed_groups_only(mode):
+@pytest.mark.parametrize(("mode", "frames_of"),
+                         [("sync", "mixed"), ("pipelined", "mixed"), ("sync", "scored")])
+def test_frames_of_mixed_or_scored_groups_only(mode, frames_of):
     kw = {"lanes": 2, "workers": 1} if mode == "pipelined" else {}
     envs = make_vec(4, mode, render_scale=0.05, **kw)
     try:
-        cfg = RolloutConfig(group_size=3, thumb_width=0, keep_frames=True, frames_of="mixed", seed=1)
+        cfg = RolloutConfig(group_size=3, thumb_width=0, keep_frames=True, frames_of=frames_of, seed=1)
         groups = collect(_SometimesQuits(), envs, TrainGenerator(TASKS, seed=4).take(6), cfg)
     finally:
         envs.close()
     mixed = [g.has_both_outcomes for g in groups]
-    assert any(mixed) and not all(mixed)
-    for g, m in zip(groups, mixed, strict=True):
+    scored = [any(t.score > 0 for t in g.trajectories) for g in groups]
+    assert any(mixed) and not all(mixed) and mixed != scored  # an all-success group: scored, not mixed
+    for g, m in zip(groups, mixed if frames_of == "mixed" else scored, strict=True):
         frames = [s.frame for t in g.trajectories for s in t.steps]
         assert all(f is not None and f.shape == (120, 54, 3) for f in frames) if m else \
             all(f is None for f in frames)

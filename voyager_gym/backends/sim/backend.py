@@ -11,7 +11,7 @@ import numpy as np
 from voyager_gym.actions import Action
 from voyager_gym.backends.base import Backend
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise
+from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise, noise_shows
 from voyager_gym.backends.sim.phone import Phone
 from voyager_gym.backends.sim.render import Renderer
 from voyager_gym.backends.sim.tasks import TASKS, SimTask
@@ -91,12 +91,24 @@ class SimDroidBackend(Backend):
         transition = self._rng.random() < self.noise.transitions and self._prev_key not in (None, key)
         frame = None
         if pixels:
-            clean = self.renderer.render(root)
-            frame = apply_noise(clean.copy(), nd, self.renderer, root)
-            if transition and self._prev_frame is not None:
-                if self._scratch is None or self._scratch.shape != frame.shape:
-                    self._scratch = np.empty_like(frame)
-                frame = blend(self._prev_frame, frame, w_prev, self._scratch)
+            # Screenshots are read-only and never share memory with an earlier one. A frame the renderer has
+            # just drawn is returned as is (it stays in its cache, read-only); a cached one is copied, and
+            # noise or a transition blend is drawn into a copy, in buffers from the renderer's pool.
+            clean = frame = self.renderer.render(root)
+            blending = transition and self._prev_frame is not None
+            shows = noise_shows(nd, root)
+            if shows or (not self.renderer.fresh and not blending):
+                frame = self.renderer.new_frame()
+                np.copyto(frame, clean)
+                if shows:
+                    apply_noise(frame, nd, self.renderer, root)
+            if blending:
+                if self._scratch is None or self._scratch.shape != clean.shape:
+                    self._scratch = np.empty_like(clean)
+                out = self.renderer.new_frame() if frame is clean else frame
+                frame = blend(self._prev_frame, frame, w_prev, self._scratch, out=out)
+            if frame is not clean:
+                frame.setflags(write=False)
             self._prev_frame = clean
         self._prev_key = key
         return frame, self.phone.elements(), key

@@ -239,7 +239,7 @@ class Renderer:
         in a small region (typing, a toggle, a toast), only that region is repainted over a copy of the last
         frame: every node crossing it is redrawn clipped to it, in order, over a fresh background, which
         gives exactly the pixels of a full render."""
-        items = [n.visual_tuple() for n in root.walk()]
+        items = [n.visual_tuple() for n in root.nodes()]
         key = hash(tuple(items))
         frame = self._frames.get(key)
         if frame is not None:
@@ -259,14 +259,16 @@ class Renderer:
             self.fill(frame, self.rect(damage), bg)
             self._draw(frame, root, damage, bg)
         else:
-            # Copying a cached blank frame is several times faster than filling freshly allocated memory.
-            blank = self._blanks.get(bg)
-            if blank is None:
-                blank = np.empty((self.H, self.W, 3), dtype=np.uint8)
-                self.fill(blank, (0, 0, self.W, self.H), bg)
-                self._blanks.put(bg, blank)
             frame = self.pool.take()
-            np.copyto(frame, blank)
+            if bg[0] == bg[1] == bg[2]:  # white or a grey: a byte fill, the fastest way to paint a frame
+                frame.fill(bg[0])
+            else:  # copying a cached blank frame is faster than broadcasting a colour over the frame
+                blank = self._blanks.get(bg)
+                if blank is None:
+                    blank = np.empty((self.H, self.W, 3), dtype=np.uint8)
+                    self.fill(blank, (0, 0, self.W, self.H), bg)
+                    self._blanks.put(bg, blank)
+                np.copyto(frame, blank)
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
         self._last = (frame, items)
@@ -607,14 +609,25 @@ class Renderer:
         del node_under
         inner = b if n.clip else clip
         # A child sees `under` only where neither this node's own marks nor an earlier sibling have drawn.
+        # The box around all of those is checked first: most children (rows below rows) miss it entirely.
         drawn = own
+        ux0 = min([d[0] for d in drawn], default=0)
+        uy0 = min([d[1] for d in drawn], default=0)
+        ux1 = max([d[2] for d in drawn], default=0)
+        uy1 = max([d[3] for d in drawn], default=0)
         for c in n.children:
             cr = self.rect(c.bounds)
-            hidden = under is not None and any(
-                cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn
+            hidden = (
+                under is not None
+                and cr[0] < ux1 and ux0 < cr[2] and cr[1] < uy1 and uy0 < cr[3]
+                and any(cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn)
             )
             self._draw(frame, c, inner, None if hidden else under)
             if c.bg is not None or c.dim or c.children or c.text or c.icon or c.border or c.hint:
+                if drawn:
+                    ux0, uy0, ux1, uy1 = min(ux0, cr[0]), min(uy0, cr[1]), max(ux1, cr[2]), max(uy1, cr[3])
+                else:
+                    ux0, uy0, ux1, uy1 = cr
                 drawn.append(cr)
 
 

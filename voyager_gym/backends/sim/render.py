@@ -324,7 +324,9 @@ class Renderer:
 
     # -- drawing primitives ----------------------------------------------------------------------------
     def fill(self, frame: np.ndarray, r: tuple[int, int, int, int], color) -> None:
-        x0, y0, x1, y1 = max(0, r[0]), max(0, r[1]), min(self.W, r[2]), min(self.H, r[3])
+        x0, y0, x1, y1 = r
+        x0, y0 = (x0 if x0 > 0 else 0), (y0 if y0 > 0 else 0)  # conditionals: cheaper than max/min calls
+        x1, y1 = (x1 if x1 < self.W else self.W), (y1 if y1 < self.H else self.H)
         if x1 > x0 and y1 > y0:
             # Assigning a cached row is ~50x faster than broadcasting a colour tuple over the rectangle.
             frame[y0:y1, x0:x1] = self._row(tuple(color[:3]))[: x1 - x0]
@@ -353,8 +355,10 @@ class Renderer:
         h, w = img.shape[0], img.shape[1] // 3
         x, y = x + ox, y + oy
         cx0, cy0, cx1, cy1 = clip
-        x0, y0 = max(x, cx0, 0), max(y, cy0, 0)
-        x1, y1 = min(x + w, cx1, self.W), min(y + h, cy1, self.H)
+        x0, y0 = (x if x > cx0 else cx0), (y if y > cy0 else cy0)
+        x0, y0 = (x0 if x0 > 0 else 0), (y0 if y0 > 0 else 0)
+        x1, y1 = (x + w if x + w < cx1 else cx1), (y + h if y + h < cy1 else cy1)
+        x1, y1 = (x1 if x1 < self.W else self.W), (y1 if y1 < self.H else self.H)
         if x1 <= x0 or y1 <= y0:
             return
         rows, cols = slice(y0 - y, y1 - y), slice((x0 - x) * 3, (x1 - x) * 3)
@@ -608,6 +612,10 @@ class Renderer:
             own.append((x0, y1 - thick, x1, y1))
         del node_under
         inner = b if n.clip else clip
+        if under is None:
+            for c in n.children:
+                self._draw(frame, c, inner, None)
+            return
         # A child sees `under` only where neither this node's own marks nor an earlier sibling have drawn.
         # The box around all of those is checked first: most children (rows below rows) miss it entirely.
         drawn = own
@@ -618,16 +626,16 @@ class Renderer:
         for c in n.children:
             cr = self.rect(c.bounds)
             hidden = (
-                under is not None
-                and cr[0] < ux1 and ux0 < cr[2] and cr[1] < uy1 and uy0 < cr[3]
+                cr[0] < ux1 and ux0 < cr[2] and cr[1] < uy1 and uy0 < cr[3]
                 and any(cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn)
             )
             self._draw(frame, c, inner, None if hidden else under)
             if c.bg is not None or c.dim or c.children or c.text or c.icon or c.border or c.hint:
-                if drawn:
-                    ux0, uy0, ux1, uy1 = min(ux0, cr[0]), min(uy0, cr[1]), max(ux1, cr[2]), max(uy1, cr[3])
-                else:
+                if not drawn:
                     ux0, uy0, ux1, uy1 = cr
+                else:
+                    ux0, uy0 = (ux0 if ux0 < cr[0] else cr[0]), (uy0 if uy0 < cr[1] else cr[1])
+                    ux1, uy1 = (ux1 if ux1 > cr[2] else cr[2]), (uy1 if uy1 > cr[3] else cr[3])
                 drawn.append(cr)
 
 

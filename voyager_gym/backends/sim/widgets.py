@@ -208,7 +208,10 @@ class Node:
 
 
 def clip_bounds(b: Bounds, clip: Bounds) -> Bounds:
-    return (max(b[0], clip[0]), max(b[1], clip[1]), min(b[2], clip[2]), min(b[3], clip[3]))
+    """`b` cut to `clip` (conditionals: several times cheaper than max/min calls on this hot path)."""
+    x0, y0, x1, y1 = b
+    c0, c1, c2, c3 = clip
+    return (x0 if x0 > c0 else c0, y0 if y0 > c1 else c1, x1 if x1 < c2 else c2, y1 if y1 < c3 else c3)
 
 
 def a11y_nodes(root: Node) -> list[Node]:

@@ -74,7 +74,8 @@ class VoyagerEnv(gym.Env):
     Args:
         backend: 'simdroid' (default) or a Backend instance.
         tasks: task names `reset()` may choose from when `options` names none (default: all).
-        render_scale: pixels are (2400*s, 1080*s, 3).
+        render_scale: pixels are (2400*s, 1080*s, 3): read-only arrays (SimDroid hands out the frame it just
+            drew, which its renderer also caches); no two observations share memory.
         noise: SimDroid screen noise: 'default', 'none', 'heavy', a dict or a NoiseConfig.
         observation_mode: 'full' (pixels, ui_elements, goal) or 'elements' (no pixels: much faster).
         render_mode: None or 'rgb_array'.

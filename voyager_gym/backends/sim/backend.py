@@ -13,7 +13,7 @@ import numpy as np
 from voyager_gym.actions import Action
 from voyager_gym.backends.base import Backend
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise
+from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise, noise_shows
 from voyager_gym.backends.sim.phone import Phone
 from voyager_gym.backends.sim.render import Renderer
 from voyager_gym.backends.sim.tasks import TASKS, SimTask
@@ -141,19 +141,31 @@ class SimDroidBackend(Backend):
             shown = Shown(nd, w_prev, clean, root)
             if transition and self._prev_frame is not None:
                 shown = dataclasses.replace(shown, blend_frame=self._prev_frame, blend_root=self._prev_root)
-            frame = self._draw(shown)
+            frame = self._draw(shown, fresh=self.renderer.fresh)
             self._prev_frame, self._prev_root, self._shown = clean, root, shown
         self._prev_key = key
         return frame, self.phone.elements(), key
 
-    def _draw(self, shown: Shown) -> np.ndarray:
-        """The screenshot `shown` describes: noise over a copy of the clean frame, blended with the previous
-        screen's when it caught a transition."""
-        frame = apply_noise(shown.clean.copy(), shown.noise, self.renderer, shown.root)
+    def _draw(self, shown: Shown, fresh: bool = False) -> np.ndarray:
+        """The screenshot `shown` describes: its noise over the clean frame, blended with the previous
+        screen's when it caught a transition. Screenshots are read-only and never share memory with an
+        earlier one: a frame the renderer has just drawn (`fresh`) is returned as is (it stays in its cache,
+        read-only); a cached one is copied, and noise or a blend is drawn into a copy, in buffers from the
+        renderer's pool."""
+        clean = frame = shown.clean
+        shows = noise_shows(shown.noise, shown.root)
+        if shows or (not fresh and not shown.blended):
+            frame = self.renderer.new_frame()
+            np.copyto(frame, clean)
+            if shows:
+                apply_noise(frame, shown.noise, self.renderer, shown.root)
         if shown.blended:
-            if self._scratch is None or self._scratch.shape != frame.shape:
-                self._scratch = np.empty_like(frame)
-            frame = blend(shown.blend_frame, frame, shown.w_prev, self._scratch)
+            if self._scratch is None or self._scratch.shape != clean.shape:
+                self._scratch = np.empty_like(clean)
+            out = self.renderer.new_frame() if frame is clean else frame
+            frame = blend(shown.blend_frame, frame, shown.w_prev, self._scratch, out=out)
+        if frame is not clean:
+            frame.setflags(write=False)
         return frame
 
     def execute(self, action: Action) -> None:

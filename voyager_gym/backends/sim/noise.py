@@ -108,25 +108,38 @@ def draw_noise(cfg: NoiseConfig, rng: np.random.Generator) -> NoiseDraw:
     )
 
 
+def _focused_field(root: Node) -> Node | None:
+    for n in root.walk():
+        if n.editable and n.focused:
+            return n
+    return None
+
+
+def noise_shows(nd: NoiseDraw, root: Node) -> bool:
+    """Whether `apply_noise` would draw anything for this draw on this screen (a caret needs a focused
+    field); when not, the clean frame is the screenshot and no copy of it is needed."""
+    if nd.notif_icon or nd.notification >= 0 or nd.toast >= 0:
+        return True
+    return nd.caret_on and _focused_field(root) is not None
+
+
 def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np.ndarray:
     """Draw the frame's noise onto `frame` (a writable copy) and return it."""
     full = (0, 0, r.W, r.H)
-    if nd.caret_on:
-        for n in root.walk():
-            if n.editable and n.focused:
-                x0, y0, x1, y1 = r.rect(n.bounds)
-                size = max(6, r.px(n.size))
-                text = (n.text or "").split("\n")[-1]
-                tx = x0 + r.px(n.pad) + int(font(size).getlength(text)) + 2
-                lines = (n.text or "").count("\n") if n.lines > 1 else 0
-                line_h = int(size * 1.3)
-                cy0 = y0 + r.px(n.pad) + lines * line_h if n.lines > 1 else (y0 + y1) // 2 - size // 2 - 2
-                r.fill(
-                    frame,
-                    (min(tx, x1 - 3), max(cy0, y0), min(tx + max(2, r.px(4)), x1), min(cy0 + line_h, y1)),
-                    (26, 115, 232),
-                )
-                break
+    n = _focused_field(root) if nd.caret_on else None
+    if n is not None:
+        x0, y0, x1, y1 = r.rect(n.bounds)
+        size = max(6, r.px(n.size))
+        text = (n.text or "").split("\n")[-1]
+        tx = x0 + r.px(n.pad) + int(font(size).getlength(text)) + 2
+        lines = (n.text or "").count("\n") if n.lines > 1 else 0
+        line_h = int(size * 1.3)
+        cy0 = y0 + r.px(n.pad) + lines * line_h if n.lines > 1 else (y0 + y1) // 2 - size // 2 - 2
+        r.fill(
+            frame,
+            (min(tx, x1 - 3), max(cy0, y0), min(tx + max(2, r.px(4)), x1), min(cy0 + line_h, y1)),
+            (26, 115, 232),
+        )
     if nd.notif_icon:
         s = r.px(48)
         for mask, _ in r.icon_layers("record", s, s):
@@ -163,15 +176,40 @@ def apply_noise(frame: np.ndarray, nd: NoiseDraw, r: Renderer, root: Node) -> np
     return frame
 
 
-def blend(prev: np.ndarray, cur: np.ndarray, w_prev: float, scratch: np.ndarray | None = None) -> np.ndarray:
-    """A screenshot caught mid-transition, written into `cur`: about w_prev of the previous frame (quantised
-    to quarters, which shifts compute exactly and fast), the rest of the new one. `scratch` avoids an
-    allocation (fresh frame-sized memory costs more to touch than the arithmetic)."""
+_LOW6 = np.uint64(0x3F3F3F3F3F3F3F3F)  # the low 6 bits of each of 8 bytes
+
+
+def _words(a: np.ndarray) -> np.ndarray | None:
+    """A C-contiguous uint8 array seen as uint64 words (8 channel values at once), or None if it can't be."""
+    if not a.flags.c_contiguous or a.nbytes % 8:
+        return None
+    return a.reshape(-1).view(np.uint64)
+
+
+def blend(
+    prev: np.ndarray, cur: np.ndarray, w_prev: float, scratch: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """A screenshot caught mid-transition, written into `out` (default `cur`): about w_prev of the previous
+    frame (quantised to quarters, which shifts compute exactly and fast), the rest of the new one. Each byte
+    is (cur >> 2) * (4 - q) + (prev >> 2) * q <= 252, so no step carries into the next byte and the
+    arithmetic runs on 8 bytes at once. `scratch` (a frame-sized buffer) avoids an allocation."""
     q = min(3, max(1, int(round(w_prev * 4))))
-    np.right_shift(cur, 2, out=cur)
-    cur *= 4 - q
+    out = cur if out is None else out
     tmp = scratch if scratch is not None and scratch.shape == prev.shape else np.empty_like(prev)
-    np.right_shift(prev, 2, out=tmp)
-    tmp *= q
-    cur += tmp
-    return cur
+    c, p, o, t = _words(cur), _words(prev), _words(out), _words(tmp)
+    if c is None or p is None or o is None or t is None:  # odd sizes: the same arithmetic byte by byte
+        c, p, o, t = cur, prev, out, tmp
+        mask = None
+    else:
+        mask = _LOW6
+    np.right_shift(c, 2, out=o)
+    if mask is not None:
+        o &= mask
+    o *= 4 - q
+    np.right_shift(p, 2, out=t)
+    if mask is not None:
+        t &= mask
+    t *= q
+    o += t
+    return out

@@ -9,13 +9,15 @@ Memory is bounded: the glyph cache (text and icon masks, their premultiplied col
 sprites) is an LRU by bytes, `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer); tiles have
 their own byte budget (48 MB); frames are `frame_cache` whole frames (16: 125 MB at full scale, 8 MB at
 0.25). Text longer than its box is cut to what can show before it is rasterised, so a 100 KB field costs
-what a full one does.
+what a full one does. Frames live in a small pool of buffers reused once no one holds them (`FramePool`), so
+no step pays for mapping fresh frame-sized memory, and nothing about the host process is changed.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from collections import Counter, OrderedDict
 from functools import lru_cache
 
@@ -41,29 +43,6 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
         if os.path.exists(p):
             return ImageFont.truetype(p, size, layout_engine=ImageFont.Layout.BASIC)
     return ImageFont.load_default(size=size)
-
-
-_MALLOC_TUNED = False
-
-
-def _keep_frames_on_heap() -> None:
-    """Ask glibc to serve frame-sized arrays from the heap and keep freed memory there. By default every
-    7.8 MB frame is a fresh mmap whose pages fault in on first write, which costs more than drawing the frame
-    (a full-frame copy: ~1.2 ms with page faults, ~0.4 ms without). Process-wide, harmless, glibc only."""
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return
-    _MALLOC_TUNED = True
-    try:
-        import ctypes
-        import sys
-
-        if sys.platform.startswith("linux"):
-            libc = ctypes.CDLL("libc.so.6")
-            libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD
-            libc.mallopt(-1, 256 * 2**20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc: keep the defaults
-        pass
 
 
 GLYPH_CACHE_MB = 96  # default byte budget of a renderer's glyph cache (masks, premultiples, sprites)
@@ -113,6 +92,54 @@ class ByteLRU:
         return len(self._d)
 
 
+def _ref_counts(bufs: list[np.ndarray]) -> list[int]:
+    """Each buffer's reference count as seen from here (the list, the loop variable and the call count)."""
+    return [sys.getrefcount(b) for b in bufs]
+
+
+_FREE_REFS = _ref_counts([np.empty(0, np.uint8)])[0]  # the count of a buffer nothing but its list refers to
+
+
+class FramePool:
+    """Frame-sized uint8 buffers, reused once nothing but the pool refers to them.
+
+    A fresh 7.8 MB array is new memory whose pages fault in on first write, which costs more than drawing
+    most frames; a reused buffer is mapped and warm. A buffer counts as free only when its reference count
+    shows the pool alone holds it, so a frame anyone still holds (or a view of it: views hold their base) is
+    never written again. At most `spare` free buffers are kept; `limit` bounds how many are tracked (past
+    it, new buffers are plain arrays, freed as usual)."""
+
+    def __init__(self, shape: tuple[int, int, int], spare: int = 2, limit: int = 64):
+        if spare < 0 or limit < 1:
+            raise ValueError(f"FramePool(spare={spare}, limit={limit}): expected spare >= 0 and limit >= 1")
+        self.shape = shape
+        self.spare = spare
+        self.limit = limit
+        self._bufs: list[np.ndarray] = []
+        self.stats = {"reused": 0, "allocated": 0}
+
+    def take(self) -> np.ndarray:
+        """A writable buffer of `shape` (contents undefined) that nothing outside the pool refers to."""
+        free = [i for i, c in enumerate(_ref_counts(self._bufs)) if c <= _FREE_REFS]
+        for i in reversed(free[self.spare + 1 :]):  # the one taken now plus `spare` stay
+            del self._bufs[i]
+        if free:
+            buf = self._bufs[free[0]]
+            buf.setflags(write=True)
+            self.stats["reused"] += 1
+            return buf
+        buf = np.empty(self.shape, np.uint8)
+        self.stats["allocated"] += 1
+        if len(self._bufs) < self.limit:
+            self._bufs.append(buf)
+        return buf
+
+    def spare_bytes(self) -> int:
+        """Bytes held by buffers nothing outside the pool refers to."""
+        counts = _ref_counts(self._bufs)
+        return sum(b.nbytes for b, c in zip(self._bufs, counts, strict=True) if c <= _FREE_REFS)
+
+
 def _visible(text: str, f: ImageFont.FreeTypeFont, width: int, align: str = "left") -> str:
     """The part of one line of `text` that can show in `width` px at `align`: the shortest prefix (suffix,
     middle) at least a glyph wider than the box, found by doubling, so no call measures the whole text. For
@@ -145,7 +172,24 @@ def _div255(t: np.ndarray) -> np.ndarray:
 
 
 def _as_mask(img: Image.Image) -> np.ndarray:
-    return np.asarray(img, dtype=np.uint16)[..., None]
+    """An 'L' image as an alpha mask: (h, w, 1) uint8, read-only (masks are cached and shared)."""
+    m = np.asarray(img)[..., None]
+    m.setflags(write=False)
+    return m
+
+
+_ALPHA = np.arange(256, dtype=np.uint16)[:, None]  # every alpha value, one per row
+
+
+def _ink(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(y0, x0, y1, x1) of the mask's nonzero alpha, or None if it has none. Outside it, blending leaves a
+    pixel as it was (floor((255 * p + 127) / 255) = p), so blits only touch this box."""
+    m = mask[..., 0]
+    rows = np.flatnonzero(m.max(axis=1))
+    if not len(rows):
+        return None
+    cols = np.flatnonzero(m[rows[0] : rows[-1] + 1].max(axis=0))
+    return int(rows[0]), int(cols[0]), int(rows[-1]) + 1, int(cols[-1]) + 1
 
 
 class Renderer:
@@ -164,8 +208,6 @@ class Renderer:
             raise ValueError(f"render scale must be in [0.05, 2.0], got {scale}")
         self.scale = scale
         self.frame_cache = frame_cache
-        if scale >= 0.5:
-            _keep_frames_on_heap()
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
         self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -174,6 +216,9 @@ class Renderer:
         self._glyphs = ByteLRU(glyph_cache_mb * 2**20)
         self._rows: dict[tuple, np.ndarray] = {}  # one row per colour of the palette: a few KB each
         self._blanks = ByteLRU(4 * self.W * self.H * 3)  # blank frames of the last few background colours
+        # every frame this renderer hands out lives in a pool buffer: cached frames, the last one, and what
+        # callers hold stay taken; room for those plus a few more
+        self.pool = FramePool((self.H, self.W, 3), limit=frame_cache + 32)
         self._tiles: OrderedDict[int, np.ndarray] = OrderedDict()
         self._tile_bytes = 0
         self.tile_budget = 48 * 2**20 if tile_cache_mb is None else tile_cache_mb * 2**20
@@ -183,39 +228,47 @@ class Renderer:
         if not fast:
             self.frame_cache, self.tile_budget = 0, 0
         self._last: tuple[np.ndarray, list[tuple]] | None = None
+        self.fresh = False  # whether the last render() drew a new frame (returned by no earlier call)
 
     # -- public ----------------------------------------------------------------------------------------
     def render(self, root: Node) -> np.ndarray:
-        """The frame for `root` (H, W, 3) uint8. The array may be shared with the cache: copy before writing.
+        """The frame for `root` (H, W, 3) uint8, read-only: it is shared with the frame cache and with every
+        caller handed the same screen (its buffer is reused only once no one refers to it).
 
         A frame seen recently is a cache lookup. Otherwise, if the tree differs from the last rendered one
         in a small region (typing, a toggle, a toast), only that region is repainted over a copy of the last
         frame: every node crossing it is redrawn clipped to it, in order, over a fresh background, which
         gives exactly the pixels of a full render."""
-        items = [n.visual_tuple() for n in root.walk()]
+        items = [n.visual_tuple() for n in root.nodes()]
         key = hash(tuple(items))
         frame = self._frames.get(key)
         if frame is not None:
             self._frames.move_to_end(key)
             self.stats["hits"] += 1
+            self.fresh = False
             self._last = (frame, items)
             return frame
         self.stats["misses"] += 1
+        self.fresh = True
         bg = tuple((root.bg or (255, 255, 255))[:3])
         damage = self._damage(items) if self.incremental else None
         if damage is not None:
             self.stats["partial"] += 1
-            frame = self._last[0].copy()
+            frame = self.pool.take()
+            np.copyto(frame, self._last[0])
             self.fill(frame, self.rect(damage), bg)
             self._draw(frame, root, damage, bg)
         else:
-            # Copying a cached blank frame is several times faster than filling freshly allocated memory.
-            blank = self._blanks.get(bg)
-            if blank is None:
-                blank = np.empty((self.H, self.W, 3), dtype=np.uint8)
-                self.fill(blank, (0, 0, self.W, self.H), bg)
-                self._blanks.put(bg, blank)
-            frame = blank.copy()
+            frame = self.pool.take()
+            if bg[0] == bg[1] == bg[2]:  # white or a grey: a byte fill, the fastest way to paint a frame
+                frame.fill(bg[0])
+            else:  # copying a cached blank frame is faster than broadcasting a colour over the frame
+                blank = self._blanks.get(bg)
+                if blank is None:
+                    blank = np.empty((self.H, self.W, 3), dtype=np.uint8)
+                    self.fill(blank, (0, 0, self.W, self.H), bg)
+                    self._blanks.put(bg, blank)
+                np.copyto(frame, blank)
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
         self._last = (frame, items)
@@ -226,14 +279,20 @@ class Renderer:
         return frame
 
     def cache_bytes(self) -> dict[str, int]:
-        """Bytes held by each cache (frames, tiles, glyphs, blank frames, colour rows)."""
+        """Bytes held by each cache (frames, tiles, glyphs, blank frames, colour rows, spare pool buffers)."""
         return {
             "frames": sum(f.nbytes for f in self._frames.values()),
             "tiles": self._tile_bytes,
             "glyphs": self._glyphs.nbytes,
             "blanks": self._blanks.nbytes,
             "rows": sum(r.nbytes for r in self._rows.values()),
+            "pool": self.pool.spare_bytes(),
         }
+
+    def new_frame(self) -> np.ndarray:
+        """A writable (H, W, 3) uint8 buffer from the frame pool, contents undefined, for frames derived from
+        a rendered one (noisy or blended screenshots). Set it read-only before handing it out."""
+        return self.pool.take()
 
     def _damage(self, items: list[tuple]) -> Bounds | None:
         """The bounding box of what changed since the last frame, or None to render in full."""
@@ -265,55 +324,76 @@ class Renderer:
 
     # -- drawing primitives ----------------------------------------------------------------------------
     def fill(self, frame: np.ndarray, r: tuple[int, int, int, int], color) -> None:
-        x0, y0, x1, y1 = max(0, r[0]), max(0, r[1]), min(self.W, r[2]), min(self.H, r[3])
+        x0, y0, x1, y1 = r
+        x0, y0 = (x0 if x0 > 0 else 0), (y0 if y0 > 0 else 0)  # conditionals: cheaper than max/min calls
+        x1, y1 = (x1 if x1 < self.W else self.W), (y1 if y1 < self.H else self.H)
         if x1 > x0 and y1 > y0:
             # Assigning a cached row is ~50x faster than broadcasting a colour tuple over the rectangle.
             frame[y0:y1, x0:x1] = self._row(tuple(color[:3]))[: x1 - x0]
 
     def blit(self, frame: np.ndarray, x: int, y: int, mask: np.ndarray, color, clip, under=None) -> None:
-        """Alpha-blend `color` through `mask` (h, w, 1 uint16 in 0..255) at (x, y), clipped to `clip` px.
+        """Alpha-blend `color` through `mask` (h, w, 1 uint8 alpha) at (x, y), clipped to `clip` px.
 
         When the caller knows the region is the uniform colour `under`, the pre-composited sprite is copied
         in: the same pixels, a third of the work. Otherwise the mask's cached inverse and colour premultiple
-        make the blend three in-place array ops."""
-        h, w = mask.shape[:2]
-        cx0, cy0, cx1, cy1 = clip
-        x0, y0 = max(x, cx0, 0), max(y, cy0, 0)
-        x1, y1 = min(x + w, cx1, self.W), min(y + h, cy1, self.H)
-        if x1 <= x0 or y1 <= y0:
-            return
+        make the blend three in-place array ops, over the mask's ink only (see `_ink`). Both are built by
+        looking each alpha up in a 256-row table of its result."""
         color = tuple(color[:3])
-        sl = (slice(y0 - y, y1 - y), slice(x0 - x, x1 - x))
-        sub = frame[y0:y1, x0:x1]
         if under is not None:
             key = ("sprite", id(mask), color, under)
             hit = self._glyphs.get(key)
             if hit is None:
-                m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
-                base = np.tile(np.asarray(under, np.uint16), w)[None, :]
-                c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
-                sprite = _div255(base * (255 - m3) + c3 * m3 + 127).astype(np.uint8).reshape(h, w, 3)
-                self._glyphs.put(key, (sprite, mask))  # the mask is kept alive so its id stays unique
-            else:
-                sprite = hit[0]
-            sub[:] = sprite[sl]
+                hit = self._glyphs.put(key, self._composite(mask, color, under))
+        else:
+            key = ("premul", id(mask), color)
+            hit = self._glyphs.get(key)
+            if hit is None:
+                hit = self._glyphs.put(key, self._composite(mask, color, None))
+        if hit[0] is None:  # no ink: nothing to draw
             return
-        pm = self._glyphs.get(("premul", id(mask), color))
-        if pm is None:
-            # Flattened to (h, w*3) so numpy's inner loops run along whole rows, not along 3 channels.
-            m3 = np.repeat(mask, 3, axis=2).reshape(h, w * 3)
-            c3 = np.tile(np.asarray(color, np.uint16), w)[None, :]
-            pm = self._glyphs.put(("premul", id(mask), color), (255 - m3, m3 * c3 + 127, mask))
-        inv, cm, _ = pm
-        cols = slice((x0 - x) * 3, (x1 - x) * 3)
-        sub2 = sub.reshape(y1 - y0, (x1 - x0) * 3)
-        t = sub2 * inv[sl[0], cols]  # uint16; with the +127 below it stays under 2**16
-        t += cm[sl[0], cols]
+        (oy, ox), img = hit[0], hit[1]
+        h, w = img.shape[0], img.shape[1] // 3
+        x, y = x + ox, y + oy
+        cx0, cy0, cx1, cy1 = clip
+        x0, y0 = (x if x > cx0 else cx0), (y if y > cy0 else cy0)
+        x0, y0 = (x0 if x0 > 0 else 0), (y0 if y0 > 0 else 0)
+        x1, y1 = (x + w if x + w < cx1 else cx1), (y + h if y + h < cy1 else cy1)
+        x1, y1 = (x1 if x1 < self.W else self.W), (y1 if y1 < self.H else self.H)
+        if x1 <= x0 or y1 <= y0:
+            return
+        rows, cols = slice(y0 - y, y1 - y), slice((x0 - x) * 3, (x1 - x) * 3)
+        # flattened to (h, w*3) so numpy's inner loops run along whole rows, not along 3 channels
+        sub2 = frame[y0:y1, x0:x1].reshape(y1 - y0, (x1 - x0) * 3)
+        if under is not None:
+            sub2[:] = img[rows, cols]
+            return
+        t = sub2 * img[rows, cols]  # uint16; with the +127 below it stays under 2**16
+        t += hit[2][rows, cols]
         # exact floor(t / 255) for t < 65535 with shifts (numpy's integer division is several times slower)
         t += 1
         t += t >> 8
         t >>= 8
         sub2[:] = t
+
+    def _composite(self, mask: np.ndarray, color: tuple, under: tuple | None) -> tuple:
+        """A glyph-cache entry for blitting `mask` in `color`: ((oy, ox), then the pre-composited sprite over
+        `under`, or the inverse alpha and colour premultiple (uint16) when `under` is None), each (h, w*3).
+        A sprite covers the whole mask (it paints `under` where the mask has no ink, as it always has); a
+        blend covers only the ink box. The mask is kept last, alive, so its id stays unique while cached."""
+        c = np.asarray(color, np.uint16)
+        if under is not None:
+            table = _div255(np.asarray(under, np.uint16) * (255 - _ALPHA) + c * _ALPHA + 127).astype(np.uint8)
+            h, w = mask.shape[:2]
+            return ((0, 0), np.take(table, mask[..., 0], axis=0).reshape(h, w * 3), mask)
+        box = _ink(mask)
+        if box is None:
+            return (None, mask)
+        y0, x0, y1, x1 = box
+        m = mask[y0:y1, x0:x1, 0]
+        h, w = m.shape
+        inv = np.take(np.repeat(255 - _ALPHA, 3, axis=1), m, axis=0).reshape(h, w * 3)
+        cm = np.take(c * _ALPHA + 127, m, axis=0).reshape(h, w * 3)
+        return ((y0, x0), inv, cm, mask)
 
     def _row(self, color: tuple) -> np.ndarray:
         row = self._rows.get(color)
@@ -532,15 +612,30 @@ class Renderer:
             own.append((x0, y1 - thick, x1, y1))
         del node_under
         inner = b if n.clip else clip
+        if under is None:
+            for c in n.children:
+                self._draw(frame, c, inner, None)
+            return
         # A child sees `under` only where neither this node's own marks nor an earlier sibling have drawn.
+        # The box around all of those is checked first: most children (rows below rows) miss it entirely.
         drawn = own
+        ux0 = min([d[0] for d in drawn], default=0)
+        uy0 = min([d[1] for d in drawn], default=0)
+        ux1 = max([d[2] for d in drawn], default=0)
+        uy1 = max([d[3] for d in drawn], default=0)
         for c in n.children:
             cr = self.rect(c.bounds)
-            hidden = under is not None and any(
-                cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn
+            hidden = (
+                cr[0] < ux1 and ux0 < cr[2] and cr[1] < uy1 and uy0 < cr[3]
+                and any(cr[0] < d[2] and d[0] < cr[2] and cr[1] < d[3] and d[1] < cr[3] for d in drawn)
             )
             self._draw(frame, c, inner, None if hidden else under)
             if c.bg is not None or c.dim or c.children or c.text or c.icon or c.border or c.hint:
+                if not drawn:
+                    ux0, uy0, ux1, uy1 = cr
+                else:
+                    ux0, uy0 = (ux0 if ux0 < cr[0] else cr[0]), (uy0 if uy0 < cr[1] else cr[1])
+                    ux1, uy1 = (ux1 if ux1 > cr[2] else cr[2]), (uy1 if uy1 > cr[3] else cr[3])
                 drawn.append(cr)
 
 

@@ -31,6 +31,7 @@ from algos.grsd import GRSDConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
 from algos.rft import RFTConfig
+from algos.vine import VineConfig
 
 # Trainable by train.py (compare.py adds sb3-ppo): name -> class; the config section of that name sets it
 ALGORITHMS = {
@@ -38,6 +39,7 @@ ALGORITHMS = {
     "grsd": "algos.grsd.GRSD",
     "grpo": "algos.grpo.GRPO",
     "ppo": "algos.ppo.PPO",
+    "vine": "algos.vine.Vine",
 }
 SB3 = "sb3-ppo"
 
@@ -199,6 +201,7 @@ class AlgosPart:
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
+    vine: VineConfig = dataclasses.field(default_factory=VineConfig)
 
     def __post_init__(self) -> None:
         """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
@@ -245,7 +248,7 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo
+    algo: str = "rft"  # rft | grsd | grpo | ppo | vine
     budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
@@ -262,7 +265,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, sb3-ppo
+    # compared: rft, grsd, grpo, ppo, vine, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
     budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
@@ -314,7 +317,7 @@ SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minut
     *SMOKE_BASE,
     *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
-COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo")
+COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "vine")
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")

@@ -291,6 +291,9 @@ DIAGNOSTICS = (
     ("grsd/later_fork_rate", "forks after an earlier fork of the same failed rollout", True),
     ("grsd/fork_precision_branching", "forks whose correction raised the success rate (branching)", True),
     ("train/sft_samples", "fine-tuning samples", False),
+    ("train/update_env_steps", "env steps of the update's own branches (counted in the budget)", False),
+    ("vine/states", "states valued by Monte Carlo continuations", False),
+    ("vine/value_mean", "their mean Monte Carlo value", True),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)
 HORIZONS = (("short (complexity <= 1.2, <= 12 steps)", 1.2), ("medium (1.4-2.4, 14-24 steps)", 2.4),

@@ -167,6 +167,12 @@ def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, det
     assert m["vine/states"] == 0 and m["train/update_env_steps"] == 0
     assert m["vine/value_mean"] == pytest.approx(0.5) and m["charts/adv_abs"] == pytest.approx(2 / 3)
     assert pol.log_probs([x], [GOOD]).detach()[0] > before[0] + 0.1
+    # whitened advantages (norm_adv, as ppo's): the same direction
+    pol = SmallPolicy(seed=0)
+    whitened = Vine(VineConfig(k=2, lr=1e-3, epochs=4, minibatch_size=4, norm_adv=True))
+    whitened.envs = envs
+    whitened.update(pol, [contrast_group(pol, x)], 1, 0)
+    assert pol.log_probs([x], [GOOD]).detach()[0] > before[0] + 0.1
 
 
 def test_the_loop_counts_branch_steps_against_the_budget(tmp_path):

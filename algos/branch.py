@@ -5,7 +5,7 @@ All sub-envs of a vector env step together, as in `algos.rollout`: a sub-env tak
 its last one ends (a masked reset whose options carry the instance or the snapshot; `voyager_gym.vector`), and
 once none is left it runs a copy of the first, whose results are dropped, so the batch stays full. Used by
 GRSD to check its forks (`algos.grsd.verify_forks`); the same machinery gives Monte Carlo returns from any
-saved state.
+saved state (`algos.vine`'s step values).
 """
 
 from __future__ import annotations
@@ -15,15 +15,24 @@ from typing import Any
 
 import numpy as np
 
+from algos.buffer import Step
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput, SeenElements
 from algos.rollout import _row
 from algos.timing import PHASES
 from voyager_gym import vector
+from voyager_gym.actions import Action
 from voyager_gym.env import Snapshot
 from voyager_gym.observation import UIElement
 
 WAIT = '{"action_type": "wait"}'  # what a filler plays once its forced actions are spent
+
+
+def taken(step: Step) -> tuple[str, str]:
+    """(response text, history entry) of a step's action, as a rollout plays and remembers it: what a branch
+    forces to replay that step."""
+    entry = Action.from_dict(step.action).to_json() if step.action is not None else "(invalid action)"
+    return step.response, entry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +41,9 @@ class Branch:
     instance ({"task", "params"}) reset with `seed`. `forced` are (response text, history entry) pairs played
     before the policy acts; `history` and `screens` are the episode's actions and acted-on screens before
     the start (what the policy's input remembers). With `policy=False` the branch stops once its forced
-    actions are played and its result carries a snapshot of that state."""
+    actions are played and its result carries a snapshot of that state. `snap_at`: step counts (0: the start)
+    after which the state is also snapshotted on the way (one replay gives every state of a trajectory);
+    the result's `snapshots` holds those reached, in order."""
 
     start: Snapshot | dict[str, Any]
     seed: int = 0
@@ -40,18 +51,28 @@ class Branch:
     history: tuple[str, ...] = ()
     screens: tuple[tuple[UIElement, ...], ...] = ()
     policy: bool = True
+    snap_at: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        at = list(self.snap_at)
+        if at != sorted(set(at)) or (at and at[0] < 0):
+            raise ValueError(f"snap_at={self.snap_at!r}: expected increasing step counts >= 0")
+        if at and not self.policy and at[-1] > len(self.forced):
+            raise ValueError(f"snap_at={self.snap_at!r} goes past the {len(self.forced)} forced actions of a "
+                             "branch without the policy (it stops there)")
 
 
 @dataclasses.dataclass
 class BranchResult:
-    """How a branch ended: its score (NaN if errored), success, env steps taken, and (policy=False) the
-    snapshot of the state it reached."""
+    """How a branch ended: its score (NaN if errored), success, env steps taken, (policy=False) the
+    snapshot of the state it reached, and the snapshots taken on the way (`Branch.snap_at`)."""
 
     score: float = 0.0
     success: bool = False
     errored: bool = False
     steps: int = 0
     snapshot: Snapshot | None = None
+    snapshots: tuple[Snapshot, ...] = ()
 
 
 class _Lane:
@@ -66,6 +87,7 @@ class _Lane:
             self.seen.add(els)
         self.input: PolicyInput | None = None
         self.steps = 0
+        self.snaps: list[Snapshot] = []  # taken on the way (Branch.snap_at)
 
     def observe(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         els = tuple(obs["ui_elements"])
@@ -116,14 +138,23 @@ def play(policy: Policy, envs: Any, branches: list[Branch], greedy: bool = False
         settle(ids)
 
     def settle(ids: list[int]) -> None:
-        """Snapshot the real no-policy branches among `ids` that have played their forced actions."""
-        done = [i for i in ids if lanes[i].settled]
-        if done:
+        """Snapshot the real branches among `ids` at a step count of their `snap_at`, and end the no-policy
+        ones that have played their forced actions (with a snapshot of where they are)."""
+        due = [i for i in ids if lanes[i].job is not None and lanes[i].steps in lanes[i].branch.snap_at]
+        if due:
             with PHASES("env"):
-                snaps = vector.snapshot(envs, done)
-            for i, s in zip(done, snaps, strict=True):
-                results[lanes[i].job] = BranchResult(steps=lanes[i].steps, snapshot=s)
-            start_later.extend(done)
+                snaps = vector.snapshot(envs, due)
+            for i, s in zip(due, snaps, strict=True):
+                lanes[i].snaps.append(s)
+        done = [i for i in ids if lanes[i].settled]
+        fresh = [i for i in done if lanes[i].steps not in lanes[i].branch.snap_at]  # the others just took one
+        with PHASES("env"):
+            snaps = dict(zip(fresh, vector.snapshot(envs, fresh) if fresh else [], strict=True))
+        for i in done:
+            lane = lanes[i]
+            results[lane.job] = BranchResult(steps=lane.steps, snapshot=snaps.get(i) or lane.snaps[-1],
+                                             snapshots=tuple(lane.snaps))
+        start_later.extend(done)
 
     start_later: list[int] = []
     start(list(range(n)))
@@ -158,7 +189,8 @@ def play(policy: Policy, envs: Any, branches: list[Branch], greedy: bool = False
                 if lane.job is not None:
                     errored = bool(info.get("errored"))
                     score = float("nan") if errored else float(info.get("score", 0.0)) if terms[i] else 0.0
-                    results[lane.job] = BranchResult(score, not errored and score >= 1.0, errored, lane.steps)
+                    results[lane.job] = BranchResult(score, not errored and score >= 1.0, errored, lane.steps,
+                                                     snapshots=tuple(lane.snaps))
                 start_later.append(i)
             else:
                 lane.observe(_row(obs, i), info)

@@ -33,14 +33,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from algos.branch import Branch, play
+from algos.branch import Branch, play, taken
 from algos.buffer import Group, Step, Trajectory, TrajectoryBuffer
 from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
 from algos.rft import success_samples, successful_groups
 from algos.rollout import RolloutConfig
-from voyager_gym.actions import Action
 
 FORK_MODES = ("faithful", "robust")
 FORKS_DIR = "forks"  # checkpoint folder of the kept fork examples
@@ -140,12 +139,6 @@ class ForkCheck:
         return self.teacher_wins > self.failed_wins
 
 
-def _taken(step: Step) -> tuple[str, str]:
-    """(response text, history entry) of a step's action, as a rollout plays and remembers it."""
-    entry = Action.from_dict(step.action).to_json() if step.action is not None else "(invalid action)"
-    return step.response, entry
-
-
 def _state(f: ForkExample) -> tuple[str, str, int]:
     """The failed state a fork branches from: (group, failed trajectory, failed step)."""
     return f.group.group_id, f.failed.traj_id, f.failed_step
@@ -162,7 +155,7 @@ def verify_forks(policy: Policy, envs: Any, forks: list[ForkExample], k: int) ->
     for f in forks:
         states.setdefault(_state(f), f)
     replays = [Branch({"task": f.failed.task, "params": dict(f.failed.params)}, seed=f.failed.env_seed,
-                      forced=tuple(_taken(s) for s in f.failed.steps[: f.failed_step]), policy=False)
+                      forced=tuple(taken(s) for s in f.failed.steps[: f.failed_step]), policy=False)
                for f in states.values()]
     reached = play(policy, envs, replays)
     snaps = {key: r.snapshot for (key, f), r in zip(states.items(), reached, strict=True)
@@ -175,7 +168,7 @@ def verify_forks(policy: Policy, envs: Any, forks: list[ForkExample], k: int) ->
         history = tuple(f.failed.steps[f.failed_step].history)
         screens = tuple(s.elements for s in f.failed.steps[: f.failed_step])
         for step in f.steps:  # the failed action and the teacher's
-            act = _taken(step)
+            act = taken(step)
             if (_state(f), act[0]) not in first:
                 first[(_state(f), act[0])] = len(branches)
                 branches += [Branch(snaps[_state(f)], forced=(act,), history=history, screens=screens)] * k

@@ -32,6 +32,7 @@ from algos.grsd import GRSDConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
 from algos.rft import RFTConfig
+from algos.vine import VineConfig
 
 # Trainable by train.py (compare.py adds sb3-ppo): name -> class; the config section of that name sets it
 ALGORITHMS = {
@@ -40,6 +41,7 @@ ALGORITHMS = {
     "grpo": "algos.grpo.GRPO",
     "ppo": "algos.ppo.PPO",
     "gigpo": "algos.gigpo.GiGPO",
+    "vine": "algos.vine.Vine",
 }
 SB3 = "sb3-ppo"
 
@@ -202,6 +204,7 @@ class AlgosPart:
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
     gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
+    vine: VineConfig = dataclasses.field(default_factory=VineConfig)
 
     def __post_init__(self) -> None:
         """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
@@ -248,7 +251,7 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo
+    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine
     budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
@@ -265,7 +268,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, gigpo, sb3-ppo
+    # compared: rft, grsd, grpo, ppo, gigpo, vine, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
     budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
@@ -317,7 +320,7 @@ SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minut
     *SMOKE_BASE,
     *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
-COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo")
+COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine")
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")

@@ -295,6 +295,9 @@ DIAGNOSTICS = (
     ("gigpo/step_signal_steps", "steps with a non-zero step-level advantage", False),
     ("gigpo/anchor_same_key_rate", "anchor matches on truly the same screen (SimDroid screen_key)", True),
     ("train/sft_samples", "fine-tuning samples", False),
+    ("train/update_env_steps", "env steps of the update's own branches (counted in the budget)", False),
+    ("vine/states", "states valued by Monte Carlo continuations", False),
+    ("vine/value_mean", "their mean Monte Carlo value", True),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)
 HORIZONS = (("short (complexity <= 1.2, <= 12 steps)", 1.2), ("medium (1.4-2.4, 14-24 steps)", 2.4),

@@ -12,14 +12,14 @@ from experiments.compare import main as compare
 
 pytestmark = pytest.mark.slow  # end-to-end comparison runs
 
-ALGOS = ["grsd", "grpo", "ppo", "gigpo"]
+ALGOS = ["grsd", "grpo", "ppo", "gigpo", "vine"]
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cmp")
     out = root / "cmp"
-    compare(["algo=grsd,grpo,ppo,gigpo", "preset=smoke", f"out_dir={out}", f"cache_dir={root / 'cache'}",
+    compare(["algo=" + ",".join(ALGOS), "preset=smoke", f"out_dir={out}", f"cache_dir={root / 'cache'}",
              "wandb=offline"])
     return out
 
@@ -71,7 +71,7 @@ def test_table_numbers_are_the_measured_ones(smoke):
         assert agg[a]["mean"].point == pytest.approx(sum(finals[a]) / 2)  # the mean of the seeds' Pass@1
         assert f"| {a} | {agg[a]['mean']} | {agg[a]['IQM']} |" in table
         assert f"| {a} | {agg[a]['median']} | {agg[a]['optimality gap']} |" in table
-    assert f"| grsd | - | {imp['grsd', 'grpo']} | {imp['grsd', 'ppo']} |" in table
+    assert f"| grsd | - | {imp['grsd', 'grpo']} | {imp['grsd', 'ppo']} | {imp['grsd', 'vine']} |" in table
     cfg = json.loads((smoke / "config.json").read_text())
     mdd = stats.minimum_detectable_difference(matrices, cfg["eval_n_per_task"])
     assert f"a true difference in mean Pass@1 of **{mdd.difference:.3f}**" in table
@@ -87,7 +87,7 @@ def test_resume_skips_finished_pairs(smoke, tmp_path):
     touched = (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns  # rewritten by any rerun
     shutil.rmtree(out / "runs" / "ppo-s1")  # as if the comparison was killed before this pair
     cache = next(p for p in smoke.parent.iterdir() if p.name == "cache")
-    compare(["algo=grsd,grpo,ppo,gigpo", "preset=smoke", f"out_dir={out}", f"cache_dir={cache}",
+    compare(["algo=" + ",".join(ALGOS), "preset=smoke", f"out_dir={out}", f"cache_dir={cache}",
              "wandb=disabled"])
     assert finished.read_text() == before  # not rerun
     assert (out / "runs" / "grpo-s0" / "config.json").stat().st_mtime_ns == touched

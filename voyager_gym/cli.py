@@ -118,7 +118,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # The experiment entry points take key=value overrides (see `voyager-gym COMMAND --help`), not flags.
 EXPERIMENTS = {
-    "train": "train one algorithm (rft, grsd, grpo, ppo, gigpo) from the base policy or the RFT checkpoint",
+    "train": "train one algorithm (rft, grsd, grpo, ppo, gigpo, vine) from the base policy or the RFT "
+             "checkpoint",
     "pretrain": "train (or load) the cached base policy by behaviour cloning and evaluate it",
     "evaluate": "Pass@1 of a saved policy (or the expert) on the held-out suite",
     "compare": "the paper's comparison: several algorithms from one RFT checkpoint, same budget",

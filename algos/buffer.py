@@ -1,7 +1,9 @@
 """The trajectory buffer all algorithms read: groups (a task instance x G rollouts) of trajectories of steps.
 
 Plain typed dataclasses, saved as one Parquet file (one row per step, trajectory and group columns repeated)
-with atomic writes, and exported as a Hugging Face `datasets.Dataset` in TRL's prompt/completion form for SFT.
+with atomic writes, and exported as a Hugging Face `datasets.Dataset` in TRL's prompt/completion form for SFT
+(`to_sft_dataset`: one row per step) or in its conversational multi-turn form (`to_conversations`: one row per
+trajectory, with ids, rewards and GRSD's fork annotations as columns), so others can reuse RFT and GRSD data.
 Algorithms only read the buffer; they never write back into it.
 """
 
@@ -429,3 +431,132 @@ class TrajectoryBuffer:
             data["images"] = [[] if p is None else [{"bytes": _encode_array(p), "path": None}] for p in pix]
             features["images"] = datasets.List(datasets.Image())
         return datasets.Dataset.from_dict(data, features=datasets.Features(features))
+
+    def to_conversations(self, trajectories: Iterable[Trajectory] | None = None, form: str = "text",
+                         with_images: bool = False, forks: Iterable[Any] = (), system: str | None = None,
+                         tool_env: type | None = None) -> Any:
+        """A `datasets.Dataset` in TRL's conversational form (SFTTrainer reads its `messages`; loss on the
+        assistant turns with `assistant_only_loss`): one row per trajectory (default: every non-errored one).
+
+        Turns: a system message, then the goal and first screen (the user), then per step the policy's turn
+        and what came back, in `voyager_gym.integrations.trl`'s texts (the next screen, "Invalid action:
+        ...", the end of the episode). `form="text"`: the assistant writes the step's response (`Reason: ...
+        Action: {json}`) and the next screen is a user turn. `form="tools"`: the assistant calls the action as
+        a tool (`tool_calls`, arguments as JSON text) and the next screen is a tool message, as in a GRPO
+        rollout with `VoyagerToolEnv` (a response that did not parse stays text, and the screen after it a
+        user turn), with a `tools` column (the JSON schemas of `tool_env`'s tools, default all of
+        `VoyagerToolEnv`'s) so the prompt lists the same tools. `with_images`: each screen's frame or
+        thumbnail, where kept, goes in the `images` column with an image part in its turn.
+
+        Columns: messages, group_id, trajectory_id, task, instance_seed, goal, reward (the trajectory's
+        score), success, num_steps, and forks: GRSD's fork points (`algos.grsd.find_forks` results) that
+        involve the trajectory, each {role ("failed" or "teacher"), step, other_trajectory_id, other_step,
+        correction (the teacher step's response), sim_current, sim_next}, empty where none."""
+        import datasets
+
+        from voyager_gym.integrations.trl import observation_text, result_text, tool_schemas
+
+        if form not in ("text", "tools"):
+            raise ValueError(f"form={form!r}: expected 'text' (responses as text) or 'tools' (tool calls)")
+        trs = self.trajectories() if trajectories is None else list(trajectories)
+        if system is None:
+            if form == "text":
+                from algos.prompt import SYSTEM as system
+            else:
+                from voyager_gym.integrations.trl import SYSTEM_PROMPT as system
+        notes = _fork_notes(forks)
+        schemas = _dumps(tool_schemas(tool_env)) if form == "tools" else None
+        rows: list[dict[str, Any]] = []
+        for tr in trs:
+            images: list[Any] = []
+
+            def turn(role: str, text: str, step: Step | None, images: list[Any] = images,
+                     **extra: Any) -> dict[str, Any]:
+                """A message; with images, content parts and the step's screenshot (where kept) first."""
+                if not with_images:
+                    return {"role": role, "content": text, **extra}
+                pix = None if step is None else (step.frame if step.frame is not None else step.thumbnail)
+                parts = [{"type": "text", "text": text}]
+                if pix is not None:
+                    if pix.dtype != np.uint8 or pix.ndim != 3 or pix.shape[2] != 3:
+                        raise ValueError(f"images must be uint8 (H, W, 3) screenshots; got {pix.dtype} "
+                                         f"{pix.shape}")
+                    images.append({"bytes": _encode_array(pix), "path": None})
+                    parts.insert(0, {"type": "image", "text": None})
+                return {"role": role, "content": parts, **extra}
+
+            msgs = [turn("system", system, None)]
+            if tr.steps:
+                s0 = tr.steps[0]
+                msgs.append(turn("user", observation_text(s0.elements, 0, s0.step_max, tr.goal), s0))
+            for i, s in enumerate(tr.steps):
+                nxt = tr.steps[i + 1] if i + 1 < len(tr.steps) else None
+                status = s.action.get("goal_status") if s.done and s.action and s.valid else None
+                out = result_text(() if nxt is None else nxt.elements, s.t + 1, s.step_max,
+                                  invalid=s.invalid_reason, status=status,
+                                  truncated=nxt is None and status is None)
+                if form == "tools" and s.action is not None:
+                    name = s.action["action_type"]
+                    args = {k: v for k, v in s.action.items() if k != "action_type"}
+                    call = {"type": "function", "function": {"name": name, "arguments": _dumps(args)}}
+                    msgs.append(turn("assistant", "", None, tool_calls=[call]))
+                    msgs.append(turn("tool", out, nxt, name=name))
+                else:
+                    msgs.append(turn("assistant", s.response, None))
+                    if form == "tools" or nxt is not None:
+                        msgs.append(turn("user", out, nxt))
+            row = {"messages": msgs, "group_id": tr.group_id, "trajectory_id": tr.traj_id, "task": tr.task,
+                   "instance_seed": tr.instance_seed, "goal": tr.goal, "reward": float(tr.score),
+                   "success": tr.success, "num_steps": tr.length,
+                   "forks": notes.get((tr.group_id, tr.traj_id), [])}
+            if with_images:
+                row["images"] = images
+            if form == "tools":
+                row["tools"] = schemas
+            rows.append(row)
+        return datasets.Dataset.from_list(rows, features=_conversation_features(form, with_images))
+
+
+def _fork_notes(forks: Iterable[Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Per (group id, trajectory id), the forks (`algos.grsd.ForkExample`s) it is the failed or teacher side
+    of, as `to_conversations`' `forks` column entries."""
+    notes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in forks:
+        correction = f.teacher.steps[f.teacher_step].response
+        common = {"correction": correction, "sim_current": float(f.sim_current),
+                  "sim_next": float(f.sim_next)}
+        sides = (("failed", f.failed, f.failed_step, f.teacher, f.teacher_step),
+                 ("teacher", f.teacher, f.teacher_step, f.failed, f.failed_step))
+        for role, me, my_step, other, other_step in sides:
+            notes.setdefault((me.group_id, me.traj_id), []).append(
+                {"role": role, "step": int(my_step), "other_trajectory_id": other.traj_id,
+                 "other_step": int(other_step), **common})
+    return notes
+
+
+def _conversation_features(form: str, with_images: bool) -> Any:
+    """The Arrow schema of `to_conversations`' rows (explicit, so empty lists and None fields type the same
+    in every dataset)."""
+    import datasets
+
+    text = datasets.Value("string")
+    content: Any = text
+    if with_images:
+        content = datasets.List({"type": text, "text": text})
+    message: dict[str, Any] = {"role": text, "content": content}
+    if form == "tools":
+        message["tool_calls"] = datasets.List({"type": text, "function": {"name": text, "arguments": text}})
+        message["name"] = text
+    fork = {"role": text, "step": datasets.Value("int64"), "other_trajectory_id": text,
+            "other_step": datasets.Value("int64"), "correction": text,
+            "sim_current": datasets.Value("float64"),
+            "sim_next": datasets.Value("float64")}
+    features: dict[str, Any] = {
+        "messages": datasets.List(message), "group_id": text, "trajectory_id": text, "task": text,
+        "instance_seed": datasets.Value("int64"), "goal": text, "reward": datasets.Value("float64"),
+        "success": datasets.Value("bool"), "num_steps": datasets.Value("int64"), "forks": datasets.List(fork)}
+    if with_images:
+        features["images"] = datasets.List(datasets.Image())
+    if form == "tools":
+        features["tools"] = text
+    return datasets.Features(features)

@@ -40,6 +40,8 @@ SMOKE = {  # per entry point: appended after the command's own overrides
 }
 ANDROIDWORLD_SMOKE = ["tasks=[SystemWifiTurnOn,OpenAppTaskEval]", "env.transition_pause=0",
                       "env.screen_scale=0.05", "eval_n_per_task=1", "budget=8", "seeds=1", "workers=1"]
+EXAMPLE_SMOKE = {"trl_grpo": ["--steps", "1", "--sft-steps", "4", "--demos", "2"]}  # tests/test_examples.py
+# runs the example at its own size
 PLACEHOLDER = re.compile(r"/path/to/vlm")  # the README's stand-in for your own model
 
 
@@ -109,6 +111,8 @@ def plan(cmd: list[str]) -> list[str] | None:
         return [str(BIN / "voyager-gym"), *cmd[1:]]
     if head in ("python", "python3") and cmd[1] == "tools/contact_sheet.py":  # offline, seconds: as it is
         return [sys.executable, str(ROOT / cmd[1]), *cmd[2:]]
+    if head in ("python", "python3") and cmd[1].startswith("examples/"):  # offline; a smoke-sized run
+        return [sys.executable, str(ROOT / cmd[1]), *cmd[2:], *EXAMPLE_SMOKE.get(Path(cmd[1]).stem, [])]
     raise AssertionError(f"README command the test does not know how to run: {shlex.join(cmd)}")
 
 

@@ -1,0 +1,1 @@
+"""Adapters that put SimDroid (or AndroidWorld) inside trainers people already use (`integrations.trl`)."""

@@ -92,13 +92,13 @@ def test_delete_newest_near_misses(backend):
     snap = dev.snapshot()
     dev.remove(f"{M}/{oldest}")
     assert score(backend) == 0.0
-    backend.restore(snap)
+    backend.phone.reset(snap.snapshot())  # the device as it was (the phone only; no episode state)
     dev = backend.phone.dev
     dev.remove(f"{M}/{newest}")
     dev.advance(60_000)
     dev.write_file(f"{M}/{oldest}", "edited")  # touching another note changes its time
     assert score(backend) == 0.0
-    backend.restore(snap)
+    backend.phone.reset(snap.snapshot())  # the device as it was (the phone only; no episode state)
     dev = backend.phone.dev
     dev.remove(f"{M}/{newest}")
     assert score(backend) == 1.0

@@ -38,7 +38,7 @@ import numpy as np
 
 from algos.buffer import Group, Step, Trajectory
 from algos.grpo import GRPO, GRPOConfig, group_advantages, signal_metrics
-from algos.pg import step_rewards, trajectory_return
+from algos.pg import discounted_returns, step_rewards, trajectory_return
 from algos.policies.base import Policy
 from algos.rollout import RolloutConfig
 
@@ -84,16 +84,6 @@ def anchor_classes(trajs: Sequence[Trajectory], anchor: str) -> list[list[int]]:
 
 
 # -- returns and advantages ---------------------------------------------------------------------------------
-def discounted_returns(rewards: Sequence[float], gamma: float) -> np.ndarray:
-    """R_t = r_t + gamma * R_{t+1} over one trajectory (0 after its last step: the episode ended)."""
-    out = np.zeros(len(rewards))
-    running = 0.0
-    for t in reversed(range(len(rewards))):
-        running = rewards[t] + gamma * running
-        out[t] = running
-    return out
-
-
 def step_level_advantages(returns: Sequence[np.ndarray], classes: Sequence[Sequence[int]],
                           scale_std: bool = False, eps: float = 1e-4) -> list[np.ndarray]:
     """A^S per step of each trajectory: its return normalised within its anchor class (group_advantages: 0

@@ -35,6 +35,16 @@ def trajectory_return(traj: Trajectory, invalid_penalty: float = 0.0) -> float:
     return float(traj.score) - invalid_penalty * sum(not s.valid for s in traj.steps)
 
 
+def discounted_returns(rewards: list[float] | np.ndarray, gamma: float) -> np.ndarray:
+    """R_t = r_t + gamma * R_{t+1} over one trajectory (0 after its last step: the episode ended)."""
+    out = np.zeros(len(rewards))
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
 def gae(rewards: list[float] | np.ndarray, values: list[float] | np.ndarray, gamma: float,
         lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Generalised advantage estimation over the turns of one finished trajectory.

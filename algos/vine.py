@@ -42,6 +42,7 @@ from algos.pg import (
     approx_kl,
     as_tensor,
     clipped_policy_loss,
+    discounted_returns,
     mean,
     minibatches,
     optimizer_step,
@@ -74,11 +75,6 @@ class VineConfig(LoopConfig):
             raise ValueError(f"vine.k={self.k!r}: expected an integer >= 1")
         if self.max_states < 0:
             raise ValueError(f"vine.max_states={self.max_states!r}: expected an integer >= 0 (0: all)")
-
-
-def discounted_return(rewards: list[float], gamma: float) -> float:
-    """sum_t gamma^t r_t."""
-    return float(sum(r * gamma**t for t, r in enumerate(rewards)))
 
 
 def vine_advantages(rewards: list[float], values: list[float | None],
@@ -147,7 +143,7 @@ def group_start_values(groups: list[Group], gamma: float) -> dict[str, float | N
     out: dict[str, float | None] = {}
     for g in groups:
         trajs = [t for t in g.trajectories if not t.errored and not math.isnan(t.score)]
-        rets = [discounted_return(step_rewards(t), gamma) for t in trajs]
+        rets = [float(discounted_returns(step_rewards(t), gamma)[:1].sum()) for t in trajs]
         for i, t in enumerate(trajs):
             others = rets[:i] + rets[i + 1 :]
             out[t.traj_id] = float(np.mean(others)) if others else None

@@ -45,6 +45,9 @@ class Algorithm(abc.ABC):
         # need no screenshots (set by the caller; see RolloutConfig.replay_frames)
         self.replay_env: dict[str, Any] | None = None
         self.envs: Any = None  # the loop's vector env (train_loop binds it), for updates that branch episodes
+        # env steps the budget leaves to this iteration's update (train_loop sets it before each update; None:
+        # no budget): an update that branches episodes stays within it
+        self.env_steps_left: int | None = None
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:
@@ -165,6 +168,7 @@ def train_loop(
             # groups with both a success and a failure: the only ones group-relative methods learn from
             "train/mixed_groups_frac": sum(g.has_both_outcomes for g in groups) / max(1, len(groups)),
         }
+        algo.env_steps_left = max(0, max_env_steps - env_steps) if max_env_steps > 0 else None
         with PHASES("update"):
             metrics.update(algo.update(policy, groups, r, it_seed))
         env_steps += int(metrics.get("train/update_env_steps", 0))

@@ -21,7 +21,9 @@ A_t = r_t + gamma V(s_{t+1}) - V(s_t), the reward r_t being the score at the las
 The update is PPO's clipped surrogate with those advantages (raw by default; normalised over the iteration
 with `norm_adv`, as our PPO does), behaviour log-probs recorded at act time, `epochs` passes of minibatches,
 global grad-norm clipping. Branch and replay steps are env steps: they go in `train/update_env_steps`, which
-the loop counts against the budget, so a comparison at equal env steps charges VinePPO for its rollouts.
+the loop counts against the budget, so a comparison at equal env steps charges VinePPO for its rollouts;
+the update estimates only as many states as the budget has steps left for (`estimate_values`), so a run
+ends near its budget instead of overshooting it by an iteration's branching.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from algos.pg import (
     step_rewards,
 )
 from algos.policies.base import Policy
+from voyager_gym.env import Snapshot
 
 ADV_ZERO = 1e-6  # |advantage| at or below this counts as no signal (the diagnostics' non-zero steps)
 
@@ -105,36 +108,58 @@ def estimated_states(length: int, max_states: int, with_start: bool) -> list[int
     return states[:max_states] if max_states else states
 
 
-def estimate_values(policy: Policy, envs: Any, trajs: list[Trajectory], cfg: VineConfig
+def estimate_values(policy: Policy, envs: Any, trajs: list[Trajectory], cfg: VineConfig,
+                    budget: int | None = None, seed: int = 0
                     ) -> tuple[dict[str, list[float | None]], dict[str, float]]:
     """V(s_t) of the `estimated_states` of each trajectory by K branches of `policy` on `envs` (SimDroid):
     one replay per trajectory snapshots its states, then K continuations from each snapshot the replay
-    reached (its screen is the trajectory's). Returns {traj_id: [V(s_0), ..., V(s_{L-1})], None where not
-    estimated} and counts (states, unreached, mc rollouts, replay and branch env steps)."""
+    reached (its screen is the trajectory's), in rounds: every trajectory's first planned state, then its
+    second, ... With an env-step `budget`, a round takes its states in a seeded random order while their
+    predicted cost (K times the steps the trajectory itself took from the state) fits what is left, and
+    later rounds only what is still left; the others stay unestimated (advantage 0). Returns {traj_id:
+    [V(s_0), ..., V(s_{L-1})], None where not estimated} and counts (states, unreached, skipped for the
+    budget, mc rollouts, replay and branch env steps)."""
     plan = {t.traj_id: estimated_states(len(t.steps), cfg.max_states, not cfg.group_baseline) for t in trajs}
     todo = [t for t in trajs if plan[t.traj_id]]
+    planned = sum(len(plan[t.traj_id]) for t in todo)
+    skipped = 0
+    if budget is not None and budget < sum(plan[t.traj_id][-1] for t in todo):
+        todo, skipped = [], planned  # the budget cannot even pay for the replays
     replays = [Branch({"task": t.task, "params": dict(t.params)}, seed=t.env_seed, policy=False,
                       forced=tuple(taken(s) for s in t.steps[: plan[t.traj_id][-1]]),
                       snap_at=tuple(plan[t.traj_id])) for t in todo]
     reached = play(policy, envs, replays)
-    starts: list[tuple[Trajectory, int]] = []
-    branches: list[Branch] = []
+    spent = replay_steps = sum(r.steps for r in reached)
+    rounds: list[list[tuple[Trajectory, int, Snapshot]]] = [[] for _ in range(max(map(len, plan.values()),
+                                                                                    default=0))]
     for t, r in zip(todo, reached, strict=True):
-        for i, snap in zip(plan[t.traj_id], r.snapshots, strict=False):
+        for j, (i, snap) in enumerate(zip(plan[t.traj_id], r.snapshots, strict=False)):
             if snap.screen_key != t.steps[i].screen_key:
                 break  # the replay left the trajectory: later states are not its states either
-            starts.append((t, i))
-            branches += [Branch(snap, history=tuple(t.steps[i].history),
-                                screens=tuple(s.elements for s in t.steps[:i]))] * cfg.k
-    ran = play(policy, envs, branches)
+            rounds[j].append((t, i, snap))
     values: dict[str, list[float | None]] = {t.traj_id: [None] * len(t.steps) for t in trajs}
-    for j, (t, i) in enumerate(starts):
-        values[t.traj_id][i] = mc_value(ran[j * cfg.k : (j + 1) * cfg.k], cfg.gamma)
-    replay_steps = sum(r.steps for r in reached)
-    planned = sum(len(p) for p in plan.values())
-    return values, {"vine/states": len(starts), "vine/unreached_states": planned - len(starts),
-                    "vine/mc_rollouts": len(branches), "vine/replay_env_steps": replay_steps,
-                    "vine/branch_env_steps": replay_steps + sum(r.steps for r in ran)}
+    rng = np.random.default_rng(seed)
+    states = mc = 0
+    for rnd in rounds:
+        if budget is not None:
+            left, fits = budget - spent, 0
+            for x in (rnd := [rnd[j] for j in rng.permutation(len(rnd))]):
+                left -= cfg.k * (len(x[0].steps) - x[1])
+                if left < 0:
+                    break
+                fits += 1
+            skipped += len(rnd) - fits
+            rnd = rnd[:fits]
+        branches = [Branch(snap, history=tuple(t.steps[i].history), screens=tuple(s.elements for s in
+                                                                                   t.steps[:i]))
+                    for t, i, snap in rnd for _ in range(cfg.k)]
+        ran = play(policy, envs, branches)
+        for j, (t, i, _) in enumerate(rnd):
+            values[t.traj_id][i] = mc_value(ran[j * cfg.k : (j + 1) * cfg.k], cfg.gamma)
+        states, mc, spent = states + len(rnd), mc + len(branches), spent + sum(r.steps for r in ran)
+    return values, {"vine/states": states, "vine/unreached_states": planned - states - skipped,
+                    "vine/budget_skipped_states": skipped, "vine/mc_rollouts": mc,
+                    "vine/replay_env_steps": replay_steps, "vine/branch_env_steps": spent}
 
 
 def group_start_values(groups: list[Group], gamma: float) -> dict[str, float | None]:
@@ -164,7 +189,7 @@ class Vine(Algorithm):
         trajs = [t for g in groups for t in g.trajectories
                  if not t.errored and not math.isnan(t.score) and t.steps]
         t0 = time.perf_counter()
-        values, metrics = estimate_values(policy, self.envs, trajs, cfg)
+        values, metrics = estimate_values(policy, self.envs, trajs, cfg, self.env_steps_left, seed)
         metrics["vine/branch_s"] = time.perf_counter() - t0
         metrics["train/update_env_steps"] = metrics["vine/branch_env_steps"]
         if cfg.group_baseline:

@@ -149,7 +149,9 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 # GRPO 102-108 s): linear and quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the
 # run and with the policy's success rate).
 # START_SECONDS: the base policy and the RFT checkpoint when not cached.
-PAIR_SECONDS = {"grsd": (4.0e-3, 2.0e-7), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0)}
+PAIR_SECONDS = {"grsd": (4.0e-3, 2.0e-7), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0),
+                # one seed of the default with all five, scaled by that run's GRPO against the rate above
+                "gigpo": (5.8e-3, 0.0), "vine": (3.0e-3, 0.0)}
 PAIR_OVERHEAD_S = 10.0
 START_SECONDS = 370.0
 

@@ -324,7 +324,11 @@ COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine"
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")
-                   "ppo.epochs=4"]
+                   "ppo.epochs=4",
+                   # VinePPO's Monte Carlo values cost ~6 branch steps per rollout step (K=2 from each of 4
+                   # states a trajectory): 77 instances made one ~40,000-step iteration, so it gets 12, which
+                   # leaves room for 3-4 updates in the budget
+                   "vine.instances_per_iter=12"]
 PRESETS: dict[str, dict[str, list[str]]] = {  # entry point -> preset -> overrides
     "train": {"smoke": SMOKE},
     "pretrain": {"smoke": SMOKE_BASE},

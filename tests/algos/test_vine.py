@@ -122,6 +122,28 @@ def test_values_are_the_continuations_from_the_restored_states(detour, envs):
     assert values[bad.traj_id] == [None, 1.0, None, None] and m["vine/replay_env_steps"] == 1
 
 
+def test_an_env_step_budget_caps_the_branching(detour, envs):
+    """With a budget, states are estimated while their predicted cost (K x the trajectory's own steps from
+    them) fits what the replay and the earlier rounds left; the rest stay unestimated and are counted."""
+    ok, bad = detour.trajectories
+    cfg = VineConfig(k=2, max_states=0, group_baseline=False)
+    full, m_full = estimate_values(GivesUpExpert(), envs, [bad], cfg)
+    same, m = estimate_values(GivesUpExpert(), envs, [bad], cfg, budget=m_full["vine/branch_env_steps"])
+    assert same == full and m["vine/budget_skipped_states"] == 0
+    # the replay (3 steps) and s_0 (predicted 2 x 4 = 8) fit in 11; s_0's branches then spend 2 x len(ok)
+    # steps, more than the 0 left, so s_1..s_3 are skipped
+    values, m = estimate_values(GivesUpExpert(), envs, [bad], cfg, budget=11)
+    assert values[bad.traj_id] == [1.0, None, None, None]
+    assert m["vine/states"] == 1 and m["vine/budget_skipped_states"] == 3 and m["vine/mc_rollouts"] == 2
+    assert m["vine/branch_env_steps"] == 3 + 2 * len(ok.steps)
+    values, m = estimate_values(GivesUpExpert(), envs, [bad], cfg, budget=3)  # the replay only
+    assert values[bad.traj_id] == [None] * 4 and m["vine/branch_env_steps"] == 3
+    assert m["vine/budget_skipped_states"] == 4 and m["vine/unreached_states"] == 0
+    values, m = estimate_values(GivesUpExpert(), envs, [bad], cfg, budget=2)  # not even the replay
+    assert values[bad.traj_id] == [None] * 4 and m["vine/branch_env_steps"] == 0
+    assert m["vine/budget_skipped_states"] == 4
+
+
 def test_one_replay_snapshots_every_state_on_the_way(detour, envs):
     _, bad = detour.trajectories
     start = {"task": bad.task, "params": dict(bad.params)}
@@ -192,6 +214,23 @@ def test_the_loop_counts_branch_steps_against_the_budget(tmp_path):
         # the iteration's env steps: its rollouts' (every step of its 4 rollouts is a policy-gradient step:
         # none errored) and its branches'
         assert r["env_steps"] - prev["env_steps"] == r["train/pg_steps"] + r["train/update_env_steps"]
+
+
+def test_the_loop_leaves_the_update_only_the_budget_left(tmp_path):
+    """A budget its first rollouts already spend: the update branches nothing (no overshoot) and stops."""
+    envs = make_vec(4, "sync", observation_mode="elements", noise="none")
+    try:
+        algo = Vine(VineConfig(instances_per_iter=2, group_size=2, k=2, max_states=2))
+        with Run(tmp_path / "run", {"algo": "vine"}, wandb_mode="disabled") as run:
+            train_loop(algo, SmallPolicy(seed=0), envs, run, [TASK, "SystemBluetoothTurnOff"], seed=0,
+                       eval_n_per_task=1, max_env_steps=1)
+            rows = run.metrics()
+    finally:
+        envs.close()
+    assert [r["iteration"] for r in rows] == [0, 1] and algo.env_steps_left == 0
+    r = rows[1]
+    assert r["train/update_env_steps"] == 0 and r["vine/states"] == 0 and r["vine/budget_skipped_states"] > 0
+    assert r["env_steps"] == r["train/pg_steps"] > 0
 
 
 # -- config and end to end ---------------------------------------------------------------------------------

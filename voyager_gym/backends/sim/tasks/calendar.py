@@ -383,12 +383,11 @@ class _AddEvent(SimTask):
 
 @register_task
 class SimpleCalendarAddOneEvent(_AddEvent):
-    name = "SimpleCalendarAddOneEvent"
+    """One event on a day from the 15th to the 31st, among noise events."""
 
 
 @register_task
 class SimpleCalendarAddOneEventTomorrow(_AddEvent):
-    name = "SimpleCalendarAddOneEventTomorrow"
     first_day = last_day = 16
     template = (
         "In Simple Calendar Pro, create a calendar event for tomorrow at {hour}h with the title "
@@ -399,7 +398,6 @@ class SimpleCalendarAddOneEventTomorrow(_AddEvent):
 
 @register_task
 class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
-    name = "SimpleCalendarAddOneEventRelativeDay"
     first_day, last_day = 16, 21
     template = (
         "In Simple Calendar Pro, create a calendar event for this {day_of_week} at {hour}h with the title "
@@ -410,7 +408,6 @@ class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
 
 @register_task
 class SimpleCalendarAddOneEventInTwoWeeks(_AddEvent):
-    name = "SimpleCalendarAddOneEventInTwoWeeks"
     first_day = last_day = 29
     template = (
         "In Simple Calendar Pro, create a calendar event in two weeks from today at {hour}h with the title "
@@ -424,7 +421,6 @@ class SimpleCalendarAddRepeatingEvent(_AddEvent):
     """A daily or weekly series, forever: the row also needs AndroidWorld's repeat_interval (seconds) and
     repeat_rule (0 for daily, the start's weekday bit for weekly)."""
 
-    name = "SimpleCalendarAddRepeatingEvent"
     template = (
         "In Simple Calendar Pro, create a recurring calendar event titled '{event_title}' starting on "
         "{year}-{month}-{day} at {hour}h. The event recurs {repeat_rule}, forever, and lasts for "
@@ -460,7 +456,6 @@ class _DeleteEvents(SimTask):
 
 @register_task
 class SimpleCalendarDeleteOneEvent(_DeleteEvents):
-    name = "SimpleCalendarDeleteOneEvent"
     complexity = 1.2
     n_rows = 1
     template = (
@@ -500,7 +495,6 @@ class SimpleCalendarDeleteOneEvent(_DeleteEvents):
 
 @register_task
 class SimpleCalendarDeleteEvents(_DeleteEvents):
-    name = "SimpleCalendarDeleteEvents"
     complexity = 1.4
     first_day, last_day = 15, 31
     template = "In Simple Calendar Pro, delete all the calendar events on {year}-{month}-{day}"
@@ -529,7 +523,6 @@ class SimpleCalendarDeleteEvents(_DeleteEvents):
 class SimpleCalendarDeleteEventsOnRelativeDay(SimpleCalendarDeleteEvents):
     """Delete the two events of "this <weekday>" (Monday 16 to Saturday 21 October)."""
 
-    name = "SimpleCalendarDeleteEventsOnRelativeDay"
     complexity = 1.2
     n_rows = 2
     first_day, last_day = 16, 21
@@ -686,7 +679,6 @@ def time_of_day(ts: int) -> dt.time:
 
 @register_task
 class SimpleCalendarEventsOnDate(_DayQuestion):
-    name = "SimpleCalendarEventsOnDate"
     template = (
         "What events do I have {date} in Simple Calendar Pro? Answer with the titles only. If there are "
         "multiple titles, format your answer as a comma separated list."
@@ -699,7 +691,6 @@ class SimpleCalendarEventsOnDate(_DayQuestion):
 
 @register_task
 class SimpleCalendarAnyEventsOnDate(_DayQuestion):
-    name = "SimpleCalendarAnyEventsOnDate"
     template = (
         "Do I have any events {date} in Simple Calendar Pro? Answer with the titles only. If there are "
         "multiples titles, format your answer in a comma separated list."
@@ -721,7 +712,6 @@ class SimpleCalendarAnyEventsOnDate(_DayQuestion):
 
 @register_task
 class SimpleCalendarLocationOfEvent(_CalendarIR):
-    name = "SimpleCalendarLocationOfEvent"
     template = (
         "What is the location of my {title} event in Simple Calendar Pro? Answer with the location only."
     )
@@ -764,7 +754,6 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
 
 @register_task
 class SimpleCalendarNextEvent(_CalendarIR):
-    name = "SimpleCalendarNextEvent"
     template = (
         "What is my next upcoming event in Simple Calendar Pro? Answer with the title only. If there are "
         "multiples titles, format your answer in a comma separated list."
@@ -814,7 +803,6 @@ class SimpleCalendarEventOnDateAtTime(_DayQuestion):
     """The events under way at {date} {time}; AndroidWorld's noise avoids every event from start to end
     (inclusive) containing that moment."""
 
-    name = "SimpleCalendarEventOnDateAtTime"
     template = (
         "What is on my schedule for {date} at {time} in Simple Calendar Pro? Answer with the titles only. If "
         "there are multiples titles, format your answer in a comma separated list."
@@ -837,7 +825,6 @@ class SimpleCalendarFirstEventAfterStartTime(_DayQuestion):
     """The first event starting at or after {time} on {date}; AndroidWorld's noise avoids that day's events
     whose start or end time of day is at or after {time}."""
 
-    name = "SimpleCalendarFirstEventAfterStartTime"
     template = (
         "What is my first event after {time} {date} in Simple Calendar Pro? Answer with the titles only. If "
         "there are multiples titles, format your answer in a comma separated list."
@@ -861,7 +848,6 @@ class SimpleCalendarEventsInTimeRange(_DayQuestion):
     """The events between {start_time} and 8pm on {date}; AndroidWorld's noise avoids that day's events with
     a start or end at or after {start_time} and a start or end at or before 20:00."""
 
-    name = "SimpleCalendarEventsInTimeRange"
     template = (
         "Do I have any events between {start_time} and 8pm {date} in Simple Calendar Pro? Answer with the "
         "titles only. If there are multiples titles, format your answer in a comma separated list."
@@ -885,7 +871,6 @@ class SimpleCalendarEventsInNextWeek(_CalendarIR):
     replacement with the `duration` and `title` params, the second on another such date and time with a
     title drawn without replacement (30 minutes); AndroidWorld's noise avoids 15-22 October."""
 
-    name = "SimpleCalendarEventsInNextWeek"
     template = (
         "What events do I have in the next week in Simple Calendar Pro? Assume the week starts from Monday. "
         "Answer with the titles only. If there are multiples titles, format your answer in a comma separated "
@@ -947,7 +932,6 @@ class SimpleCalendarNextMeetingWithPerson(_CalendarIR):
     """When the meeting "Drinks with {person}" starts (30 minutes long); AndroidWorld's noise avoids titles
     naming the person on that date. The answer is checked as a date and time ('October 27 2023 15:15')."""
 
-    name = "SimpleCalendarNextMeetingWithPerson"
     template = (
         "When is my next meeting with {person} in Simple Calendar Pro? Express your answer in the format "
         "<month name> <day> <year> <hour in 24-hour format>:<minutes>."

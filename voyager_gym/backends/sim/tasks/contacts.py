@@ -77,7 +77,6 @@ def contacts_editor_expert(
 class ContactsAddContact(SimTask):
     """Create a contact; the provider must then hold (display name, digits of the number)."""
 
-    name = "ContactsAddContact"
     app_names = ("contacts",)
     complexity = 1.2
     template = "Create a new contact for {name}. Their number is {number}."
@@ -110,7 +109,6 @@ class ContactsAddContact(SimTask):
 class ContactsNewContactDraft(SimTask):
     """Fill the new-contact form without saving; AndroidWorld checks the editor on screen."""
 
-    name = "ContactsNewContactDraft"
     app_names = ("contacts",)
     complexity = 1.2
     template = (

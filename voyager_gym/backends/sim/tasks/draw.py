@@ -37,7 +37,6 @@ EXTENSIONS = (".png", ".svg", ".jpg")
 
 @register_task
 class SimpleDrawProCreateDrawing(SimTask):
-    name = "SimpleDrawProCreateDrawing"
     app_names = ("simple draw pro",)
     complexity = 1.8
     template = (

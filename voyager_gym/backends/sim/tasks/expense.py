@@ -347,14 +347,12 @@ class _ExpenseAdd(_Expense):
 
 @register_task
 class ExpenseAddSingle(_ExpenseAdd):
-    name = "ExpenseAddSingle"
     complexity = 1.2
     n_rows = 1
 
 
 @register_task
 class ExpenseAddMultiple(_ExpenseAdd):
-    name = "ExpenseAddMultiple"
     complexity = 6
     n_rows = 3
 
@@ -383,7 +381,6 @@ class _ExpenseDelete(_Expense):
 
 @register_task
 class ExpenseDeleteSingle(_ExpenseDelete):
-    name = "ExpenseDeleteSingle"
     complexity = 1
     n_rows = 1
 
@@ -412,7 +409,6 @@ class ExpenseDeleteSingle(_ExpenseDelete):
 
 @register_task
 class ExpenseDeleteMultiple(_ExpenseDelete):
-    name = "ExpenseDeleteMultiple"
     complexity = 2
     n_rows = 3
 
@@ -446,7 +442,6 @@ class ExpenseDeleteMultiple(_ExpenseDelete):
 
 @register_task
 class ExpenseDeleteDuplicates(_Expense):
-    name = "ExpenseDeleteDuplicates"
     complexity = 1.2
     n_noise = 5
     template = (
@@ -493,7 +488,6 @@ class ExpenseDeleteMultiple2(ExpenseDeleteMultiple):
     """Three named expenses among 50 others (AndroidWorld draws 53 expenses with distinct names: the first
     three are the targets, inserted after the 50 noise rows)."""
 
-    name = "ExpenseDeleteMultiple2"
     complexity = 3.4
     n_rows = 3
     n_noise = 50
@@ -509,7 +503,6 @@ class ExpenseDeleteDuplicates2(ExpenseDeleteDuplicates):
     """One duplicated expense among 40 others, three of which share its name with another amount and date
     (AndroidWorld's harder variant)."""
 
-    name = "ExpenseDeleteDuplicates2"
     complexity = 1.8
     n_noise = 40
 
@@ -541,7 +534,6 @@ class ExpenseAddMultipleFromMarkor(_ExpenseAdd):
     """my_expenses.txt (csv) lists the two targets, their notes marked reimbursable, among 100 others; the
     reference rows keep their unmarked notes (AndroidWorld's rule compares against them)."""
 
-    name = "ExpenseAddMultipleFromMarkor"
     app_names = (APP, "markor")
     complexity = 6
     n_rows = 2
@@ -586,7 +578,6 @@ class ExpenseAddMultipleFromGallery(FromImage, _ExpenseAdd):
     """expenses.jpg in DCIM draws the three targets as text blocks (values wrapped at 60 columns), beside
     old_expenses_0..9.jpg, each drawing the ten noise rows the app already holds; storage is cleared first."""
 
-    name = "ExpenseAddMultipleFromGallery"
     app_names = (APP, "simple gallery pro")
     complexity = 6
     n_rows = 3

@@ -86,7 +86,6 @@ def files_expert(view: View, mem: dict[str, Any], folder: str, name: str, dest: 
 
 @register_task
 class FilesDeleteFile(SimTask):
-    name = "FilesDeleteFile"
     app_names = ("files",)
     complexity = 2.2
     template = ("Delete the file {file_name} from the Android filesystem located in the {subfolder} folder "
@@ -117,7 +116,6 @@ class FilesDeleteFile(SimTask):
 
 @register_task
 class FilesMoveFile(SimTask):
-    name = "FilesMoveFile"
     app_names = ("files",)
     complexity = 2.0
     template = ("Move the file {file_name} from {source_folder} within the sdk_gphone_x86_64 storage area to "

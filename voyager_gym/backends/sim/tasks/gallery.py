@@ -257,7 +257,6 @@ class FromImage:
 
 @register_task
 class SaveCopyOfReceiptTaskEval(SimTask):
-    name = "SaveCopyOfReceiptTaskEval"
     app_names = ("simple gallery pro",)
     complexity = 1.6
     template = (
@@ -308,7 +307,6 @@ class MarkorTranscribeReceipt(SimTask):
     param, AndroidWorld's receipt text without its company lines), fuzzy-matched as AndroidWorld's CreateFile
     does. The image param (AndroidWorld pops it before params are recorded) is drawn again from the seed."""
 
-    name = "MarkorTranscribeReceipt"
     app_names = ("simple gallery pro", "markor")
     complexity = 1.8
     template = (

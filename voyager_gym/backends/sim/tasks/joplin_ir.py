@@ -227,7 +227,6 @@ class _NoteLookup(_NotesIR):
 
 @register_task
 class NotesIsTodo(_NotesIR):
-    name = "NotesIsTodo"
     template = (
         "Is the note titled '{title}' in the Joplin app marked as a todo item? Respond with either 'True' "
         "if it is a todo or 'False' if not."
@@ -266,7 +265,6 @@ class NotesIsTodo(_NotesIR):
 
 @register_task
 class NotesMeetingAttendeeCount(_NoteLookup):
-    name = "NotesMeetingAttendeeCount"
     match = "number"
     folder = "Meeting Notes"
     template = (
@@ -289,7 +287,6 @@ class NotesMeetingAttendeeCount(_NoteLookup):
 
 @register_task
 class NotesRecipeIngredientCount(_NoteLookup):
-    name = "NotesRecipeIngredientCount"
     folder = "Recipes"
     template = (
         "What quantity of {ingredient} do I need for the recipe '{title}' in the Joplin app? Express your "
@@ -311,7 +308,6 @@ class NotesRecipeIngredientCount(_NoteLookup):
 
 @register_task
 class NotesTodoItemCount(_NotesIR):
-    name = "NotesTodoItemCount"
     match = "number"
     template = (
         "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "

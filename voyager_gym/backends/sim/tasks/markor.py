@@ -192,7 +192,6 @@ class _Markor(SimTask):
 
 @register_task
 class MarkorCreateNote(_Markor):
-    name = "MarkorCreateNote"
     complexity = 1.6
     template = "Create a new note in Markor named {file_name} with the following text: {text}"
 
@@ -245,7 +244,6 @@ def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: st
 class MarkorCreateNoteFromClipboard(_Markor):
     """The clipboard holds the text (AndroidWorld sets it through Clipper); the note must hold it too."""
 
-    name = "MarkorCreateNoteFromClipboard"
     app_names = ("markor", "clipper")
     complexity = 1.4
     template = ("Create a note in Markor named {file_name}. Perform a paste operation in the note and save "
@@ -284,7 +282,6 @@ class MarkorCreateNoteFromClipboard(_Markor):
 
 @register_task
 class MarkorCreateFolder(_Markor):
-    name = "MarkorCreateFolder"
     complexity = 1.0
     template = "Create a new folder in Markor named {folder_name}."
 
@@ -320,7 +317,6 @@ class MarkorCreateFolder(_Markor):
 
 @register_task
 class MarkorDeleteNote(_Markor):
-    name = "MarkorDeleteNote"
     complexity = 1.0
     template = "Delete the note in Markor named {file_name}."
 
@@ -369,7 +365,6 @@ def delete_expert(view: View, mem: dict[str, Any], name: str | None, select_all:
 
 @register_task
 class MarkorDeleteNewestNote(_Markor):
-    name = "MarkorDeleteNewestNote"
     complexity = 1.0
     template = "Delete the newest note in Markor."
 
@@ -411,7 +406,6 @@ class MarkorDeleteNewestNote(_Markor):
 
 @register_task
 class MarkorDeleteAllNotes(_Markor):
-    name = "MarkorDeleteAllNotes"
     complexity = 1.4
     template = "Delete all my notes in Markor."
 
@@ -429,7 +423,6 @@ class MarkorDeleteAllNotes(_Markor):
 
 @register_task
 class MarkorEditNote(_Markor):
-    name = "MarkorEditNote"
     complexity = 1.2
     templates = {
         "header": "Edit {file_name} in Markor. Add to the top of the note {header}",
@@ -538,7 +531,6 @@ def _other_name(rng: random.Random, a: str) -> str:
 
 @register_task
 class MarkorAddNoteHeader(_EditAndRename):
-    name = "MarkorAddNoteHeader"
     complexity = 1.2
     template = ('Update the Markor note {original_name} by adding the following text, along with a new blank '
                 'line before the existing content: "{header}", and rename it to {new_name}.')
@@ -569,7 +561,6 @@ class MarkorAddNoteHeader(_EditAndRename):
 
 @register_task
 class MarkorChangeNoteContent(_EditAndRename):
-    name = "MarkorChangeNoteContent"
     complexity = 1.2
     template = ('Update the content of {original_name} to "{updated_content}" in Markor and change its name '
                 'to {new_name}.')
@@ -598,7 +589,6 @@ class MarkorChangeNoteContent(_EditAndRename):
 
 @register_task
 class MarkorMoveNote(_Markor):
-    name = "MarkorMoveNote"
     complexity = 1.4
     template = "In Markor, move the note {file_name} from {source_folder} to {destination_folder}."
 
@@ -678,7 +668,6 @@ def read_note(view: View, mem: dict[str, Any], name: str) -> Action | str:
 class MarkorMergeNotes(_Markor):
     """Three notes (20 letters and digits each) merged, in order and a blank line apart, into a new note."""
 
-    name = "MarkorMergeNotes"
     complexity = 7.8
     template = ("Merge the contents of Markor notes {file1_name}, {file2_name} and {file3_name} (in the same "
                 "order) into a new Markor note named {new_file_name} and save it. Add a new line between the "
@@ -750,7 +739,6 @@ class MarkorCreateNoteAndSms(_Markor):
     """AndroidWorld's composite: MarkorCreateNote and SimpleSMSSendSms (the note's text to the number), each
     worth half the score."""
 
-    name = "MarkorCreateNoteAndSms"
     app_names = ("markor", "simple sms messenger")
     complexity = 1.8
     template = ("Create a new note in Markor named {file_name} with the following text: {text}. Share the "
@@ -791,7 +779,6 @@ class MarkorCreateNoteAndSms(_Markor):
 class MarkorTranscribeVideo(_Markor):
     """A clip in Download shows 2-4 names, 8 s each, among 5-20 one-frame noise clips of 20-180 s."""
 
-    name = "MarkorTranscribeVideo"
     app_names = ("markor", "vlc")
     complexity = 2.0
     template = (

@@ -424,7 +424,6 @@ class _Recipe(SimTask):
 
 @register_task
 class RecipeAddSingleRecipe(_Recipe):
-    name = "RecipeAddSingleRecipe"
     insert_targets = False
     complexity = 2.4
     n_rows = 1
@@ -530,21 +529,18 @@ class _RecipeDelete(_Recipe):
 
 @register_task
 class RecipeDeleteSingleRecipe(_RecipeDelete):
-    name = "RecipeDeleteSingleRecipe"
     complexity = 1
     n_rows = 1
 
 
 @register_task
 class RecipeDeleteMultipleRecipes(_RecipeDelete):
-    name = "RecipeDeleteMultipleRecipes"
     complexity = 2.4
     n_rows = 3
 
 
 @register_task
 class RecipeDeleteSingleWithRecipeWithNoise(_RecipeDelete):
-    name = "RecipeDeleteSingleWithRecipeWithNoise"
     complexity = 2
     n_rows = 1
     n_noise = 29
@@ -553,7 +549,6 @@ class RecipeDeleteSingleWithRecipeWithNoise(_RecipeDelete):
 
 @register_task
 class RecipeDeleteDuplicateRecipes(_Recipe):
-    name = "RecipeDeleteDuplicateRecipes"
     complexity = 1
     n_noise = 5
     template = (
@@ -679,7 +674,6 @@ def last_card_of(view: View, mem: dict[str, Any], key: tuple[str, str], skip: in
 
 @register_task
 class RecipeDeleteMultipleRecipesWithNoise(_RecipeDelete):
-    name = "RecipeDeleteMultipleRecipesWithNoise"
     complexity = 3.4
     n_rows = 3
     n_noise = 29
@@ -692,7 +686,6 @@ class RecipeDeleteMultipleRecipesWithConstraint(_RecipeDelete):
     are drawn (none when no recipe can use it: then the start state already passes) after 29 recipes that
     do not."""
 
-    name = "RecipeDeleteMultipleRecipesWithConstraint"
     complexity = 4
     n_rows = 3
     n_noise = 29
@@ -811,7 +804,6 @@ class _RecipeDeleteNearDuplicates(RecipeDeleteDuplicateRecipes):
 
 @register_task
 class RecipeDeleteDuplicateRecipes2(_RecipeDeleteNearDuplicates):
-    name = "RecipeDeleteDuplicateRecipes2"
     complexity = 2.4
     n_noise = 10
 
@@ -825,7 +817,6 @@ class RecipeDeleteDuplicateRecipes2(_RecipeDeleteNearDuplicates):
 class RecipeDeleteDuplicateRecipes3(_RecipeDeleteNearDuplicates):
     """Also three 'Avocado Toast with Egg' recipes at the top of the list, so that the agent must scroll."""
 
-    name = "RecipeDeleteDuplicateRecipes3"
     complexity = 3.4
     n_noise = 30
     top = "Avocado Toast with Egg"
@@ -859,7 +850,6 @@ def parse_rows(text: str) -> list[dict[str, str]]:
 
 @register_task
 class RecipeAddMultipleRecipes(RecipeAddSingleRecipe):
-    name = "RecipeAddMultipleRecipes"
     complexity = 6
     n_rows = 3
 
@@ -868,7 +858,6 @@ class RecipeAddMultipleRecipes(RecipeAddSingleRecipe):
 class RecipeAddMultipleRecipesFromMarkor(RecipeAddMultipleRecipes):
     """The targets are written to recipes.txt in Markor (goal-text format) instead of the goal."""
 
-    name = "RecipeAddMultipleRecipesFromMarkor"
     app_names = (APP, "markor")
     template = "Add the recipes from recipes.txt in Markor to the Broccoli recipe app."
 
@@ -901,7 +890,6 @@ class RecipeAddMultipleRecipesFromMarkor(RecipeAddMultipleRecipes):
 class RecipeAddMultipleRecipesFromMarkor2(RecipeAddMultipleRecipesFromMarkor):
     """recipes.txt lists the targets among 40 recipes of other preparation times, shuffled."""
 
-    name = "RecipeAddMultipleRecipesFromMarkor2"
     n_noise = 40
     template = (
         "Add the recipes from recipes.txt in Markor that take {prep_time} to prepare into the Broccoli "
@@ -936,7 +924,6 @@ class RecipeAddMultipleRecipesFromImage(FromImage, RecipeAddMultipleRecipes):
     """recipes.jpg, alone in DCIM once storage is cleared, draws the three targets as text blocks (values
     wrapped at 60 columns, whatever format was drawn)."""
 
-    name = "RecipeAddMultipleRecipesFromImage"
     app_names = (APP, "simple gallery pro")
     template = "Add the recipes from recipes.jpg in Simple Gallery Pro to the Broccoli recipe app."
     image_name = "recipes.jpg"

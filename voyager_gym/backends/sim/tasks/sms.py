@@ -140,7 +140,6 @@ class _SmsTask(SimTask):
 
 @register_task
 class SimpleSmsSend(_SmsTask):
-    name = "SimpleSmsSend"
     template = "Send a text message using Simple SMS Messenger to {number} with message: {message}"
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
@@ -149,7 +148,6 @@ class SimpleSmsSend(_SmsTask):
 
 @register_task
 class SimpleSmsReply(_SmsTask):
-    name = "SimpleSmsReply"
     template = "Reply to {number} with message: {message} in Simple SMS Messenger"
 
     def initialize(self, dev: DeviceState) -> None:
@@ -185,7 +183,6 @@ class SimpleSmsReply(_SmsTask):
 
 @register_task
 class SimpleSmsReplyMostRecent(_SmsTask):
-    name = "SimpleSmsReplyMostRecent"
     template = "Reply to the most recent text message using Simple SMS Messenger with message: {message}"
 
     def initialize(self, dev: DeviceState) -> None:
@@ -210,7 +207,6 @@ class SimpleSmsReplyMostRecent(_SmsTask):
 
 @register_task
 class SimpleSmsSendClipboardContent(_SmsTask):
-    name = "SimpleSmsSendClipboardContent"
     app_names = ("simple sms messenger", "clipper")
     template = "Send a message to {number} with the clipboard content in Simple SMS Messenger"
 
@@ -238,7 +234,6 @@ class SimpleSmsSendClipboardContent(_SmsTask):
 class SimpleSmsResend(_SmsTask):
     """Exactly one new sent message, equal (number digits, fuzzy body) to the one sent to {name} before."""
 
-    name = "SimpleSmsResend"
     template = "Resend the message I just sent to {name} in Simple SMS Messenger"
 
     @classmethod
@@ -293,7 +288,6 @@ class SimpleSmsResend(_SmsTask):
 class SimpleSmsSendReceivedAddress(_SmsTask):
     """Forward the address that {name2} texted to {name1} (both are contacts)."""
 
-    name = "SimpleSmsSendReceivedAddress"
     complexity = 1.8
     template = "Text the address of the event to {name1} that {name2} just sent me in Simple SMS Messenger"
 

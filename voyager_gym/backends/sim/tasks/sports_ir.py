@@ -325,7 +325,6 @@ class _ThisWeek(_SportsIR):
 
 @register_task
 class SportsTrackerActivitiesCountForWeek(_ThisWeek):
-    name = "SportsTrackerActivitiesCountForWeek"
     template = (
         "How many {category} activities did I do this week in the OpenTracks app? Assume the week starts "
         "from Monday. Express your answer as a single integer."
@@ -340,7 +339,6 @@ class SportsTrackerActivitiesCountForWeek(_ThisWeek):
 
 @register_task
 class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
-    name = "SportsTrackerTotalDurationForCategoryThisWeek"
     template = (
         "What was the total duration of {category} activities in the OpenTracks app this week? Assume the "
         "week starts from Monday. Express your answer in minutes as a single integer."
@@ -357,7 +355,6 @@ class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
 
 @register_task
 class SportsTrackerLongestDistanceActivity(_SportsIR):
-    name = "SportsTrackerLongestDistanceActivity"
     template = (
         "What was the longest distance covered in a {category} activity in the OpenTracks app this week? "
         "Assume the week starts from Monday. Express your answer as a single number in meters rounded to "
@@ -398,7 +395,6 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
 
 @register_task
 class SportsTrackerActivityDuration(_SportsIR):
-    name = "SportsTrackerActivityDuration"
     template = (
         "How long was my {category} activity {date} in the OpenTracks app? Express your answer in minutes "
         "as a single integer."
@@ -431,7 +427,6 @@ class SportsTrackerActivityDuration(_SportsIR):
 
 @register_task
 class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
-    name = "SportsTrackerTotalDistanceForCategoryOverInterval"
     complexity = 2.0
     template = (
         "What was the total distance covered for {category} activities in the OpenTracks app from "
@@ -469,7 +464,6 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
 
 @register_task
 class SportsTrackerActivitiesOnDate(_SportsIR):
-    name = "SportsTrackerActivitiesOnDate"
     complexity = 2.0
     template = (
         "What activities did I do {date} in the OpenTracks app? Answer with the activity type only. If there "

@@ -265,7 +265,6 @@ class _DueQuestion(_TasksIR):
 
 @register_task
 class TasksDueOnDate(_DueQuestion):
-    name = "TasksDueOnDate"
     template = (
         "What tasks do I have due {date} in Tasks app? Answer with the titles only. If there are multiples "
         "titles, format your answer in a comma separated list."
@@ -286,7 +285,6 @@ class TasksDueOnDate(_DueQuestion):
 
 @register_task
 class TasksIncompleteTasksOnDate(_DueQuestion):
-    name = "TasksIncompleteTasksOnDate"
     template = (
         "What incomplete tasks do I have still have to do by {date} in Tasks app? Answer with the titles "
         "only. If there are multiples titles, format your answer in a comma separated list."
@@ -305,7 +303,6 @@ class TasksIncompleteTasksOnDate(_DueQuestion):
 
 @register_task
 class TasksHighPriorityTasks(_TasksIR):
-    name = "TasksHighPriorityTasks"
     template = (
         "What are my high priority tasks in Tasks app? Answer with the titles only. If there are multiples "
         "titles, format your answer in a comma separated list."
@@ -355,7 +352,6 @@ class TasksHighPriorityTasks(_TasksIR):
 
 @register_task
 class TasksCompletedTasksForDate(_TasksIR):
-    name = "TasksCompletedTasksForDate"
     template = (
         "Which tasks have I completed for {date} in Tasks app? Answer with the titles only. If there are "
         "multiples titles, format your answer in a comma separated list."
@@ -413,7 +409,6 @@ NEXT_WEEK = (dt.date(2023, 10, 16), dt.date(2023, 10, 22))  # Monday to Sunday a
 
 @register_task
 class TasksDueNextWeek(_TasksIR):
-    name = "TasksDueNextWeek"
     template = (
         "How many tasks do I have due next week in Tasks app? Assume the week starts from Monday. Express "
         "your answer as a single integer."
@@ -465,7 +460,6 @@ class TasksDueNextWeek(_TasksIR):
 
 @register_task
 class TasksHighPriorityTasksDueOnDate(_TasksIR):
-    name = "TasksHighPriorityTasksDueOnDate"
     template = (
         "Which tasks with high priority are due {date} in the Tasks app? Answer with the title only. If "
         "there are multiples titles, format your answer in a comma separated list."

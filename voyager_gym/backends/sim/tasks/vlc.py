@@ -186,7 +186,6 @@ def watch_expert(view: View, mem: dict[str, Any], video: str, n_frames: int) -> 
 
 @register_task
 class VlcCreatePlaylist(SimTask):
-    name = "VlcCreatePlaylist"
     app_names = ("vlc",)
     complexity = 2.8
     template = (
@@ -217,7 +216,6 @@ class VlcCreatePlaylist(SimTask):
 
 @register_task
 class VlcCreateTwoPlaylists(SimTask):
-    name = "VlcCreateTwoPlaylists"
     app_names = ("vlc",)
     complexity = 4.8
     template = (

@@ -31,3 +31,37 @@ def test_a_name_other_than_the_class_name_is_refused():
     with pytest.raises(ValueError, match="sets name='Other'; expected its class name"):
         type("Mine", (SimTask,), {"name": "Other"})
     assert type("Mine", (SimTask,), {}).name == "Mine"
+
+
+SHARED = {"base", "vocab", "ir_vocab", "common"}  # what any task-family module may import
+
+
+def task_imports(path: pathlib.Path) -> set[str]:
+    """The modules of this package that `path` imports (`from ...tasks import x`, `...tasks.x`)."""
+    pkg = tasks.__name__
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == pkg:
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(pkg + "."):
+            out.add(node.module[len(pkg) + 1:].split(".")[0])
+        elif isinstance(node, ast.Import):
+            out |= {a.name[len(pkg) + 1:].split(".")[0] for a in node.names if a.name.startswith(pkg + ".")}
+    return out
+
+
+def test_no_task_family_imports_another():
+    """Families share code only through base, vocab, ir_vocab and common (AndroidWorld's utils)."""
+    modules = sorted(p for p in TASKS_DIR.glob("*.py") if p.stem != "__init__")
+    assert len(modules) >= 23
+    for path in modules:
+        bad = task_imports(path) - (SHARED - {path.stem})
+        assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_import_check_sees_every_form_of_import(tmp_path):
+    path = tmp_path / "family.py"
+    path.write_text("from voyager_gym.backends.sim.tasks import sms, vocab\n"
+                    "import voyager_gym.backends.sim.tasks.vlc as v\n"
+                    "from voyager_gym.backends.sim.tasks.markor import clear_storage\n")
+    assert task_imports(path) == {"sms", "vocab", "vlc", "markor"}

@@ -27,7 +27,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.markor import clear_storage
+from voyager_gym.backends.sim.tasks.common import (
+    clear_storage,
+)
 
 MOVES = {"Up": (-1, 0), "Down": (1, 0), "Left": (0, -1), "Right": (0, 1)}
 

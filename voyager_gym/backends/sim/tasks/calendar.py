@@ -46,6 +46,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.common import (
+    parse_time,
+)
 
 TODAY = START_TIME.date()  # Sunday, October 15 2023
 APP = "Simple Calendar Pro"
@@ -535,16 +538,6 @@ class SimpleCalendarDeleteEventsOnRelativeDay(SimpleCalendarDeleteEvents):
 
 
 # -- information retrieval (params and their vocabularies: tasks/ir_vocab.py) -------------------------------
-def parse_time(s: str) -> dt.time:
-    """AndroidWorld's time formats: '21:45', '9:45am', '4pm'."""
-    for fmt in ("%H:%M", "%I:%M%p", "%I%p"):
-        try:
-            return dt.datetime.strptime(s, fmt).time()
-        except ValueError:
-            pass
-    raise ValueError(f"bad time {s!r}")
-
-
 def parse_duration(s: str) -> int:
     """Seconds in '30 m', '1.5 hours', '45min' (AndroidWorld's parser: 'h' before 'm')."""
     if "h" in s:

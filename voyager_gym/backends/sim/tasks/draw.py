@@ -27,8 +27,11 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import folder_picker_expert
-from voyager_gym.backends.sim.tasks.markor import clear_storage, exists_under
+from voyager_gym.backends.sim.tasks.common import (
+    clear_storage,
+    exists_under,
+    folder_picker_expert,
+)
 
 PICTURES = f"{SDCARD}/Pictures"
 WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")  # AndroidWorld's

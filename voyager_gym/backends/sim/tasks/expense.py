@@ -32,8 +32,14 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import DCIM, FromImage, wrapped, write_to_gallery
-from voyager_gym.backends.sim.tasks.markor import read_note, write_note
+from voyager_gym.backends.sim.tasks.common import (
+    DCIM,
+    FromImage,
+    read_note,
+    wrapped,
+    write_note,
+    write_to_gallery,
+)
 
 APP = "pro expense"
 OCT_1_MS = 1696118400000  # 2023-10-01 00:00 UTC

@@ -27,7 +27,7 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll_to_find,
 )
-from voyager_gym.backends.sim.tasks.markor import (
+from voyager_gym.backends.sim.tasks.common import (
     clear_storage,
     create_file,
     exists_under,

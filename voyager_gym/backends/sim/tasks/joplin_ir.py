@@ -28,6 +28,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.common import (
+    list_at_end,
+)
 
 DAY_MS = 86_400_000
 
@@ -355,14 +358,3 @@ class NotesTodoItemCount(_NotesIR):
         return scroll("down", lst)
 
 
-def list_at_end(view: View, lst: int) -> bool:
-    """The list shows its last row: the space under the last text is the list's empty footer."""
-    box = view.el(lst).bbox_pixels
-    bottoms = [
-        e.bbox_pixels.y_max
-        for e in view.elements
-        if e.class_name.endswith("TextView")
-        and e.bbox_pixels.y_min >= box.y_min
-        and e.bbox_pixels.y_max <= box.y_max
-    ]
-    return bool(bottoms) and max(bottoms) < box.y_max - 100

@@ -28,8 +28,12 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import FromImage, wrapped
-from voyager_gym.backends.sim.tasks.markor import read_note, write_note
+from voyager_gym.backends.sim.tasks.common import (
+    FromImage,
+    read_note,
+    wrapped,
+    write_note,
+)
 
 APP = "broccoli app"
 # Recipe titles and directions (AndroidWorld's list, in its order).

@@ -38,7 +38,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.vlc import playlist_matches
+from voyager_gym.backends.sim.tasks.common import (
+    playlist_matches,
+)
 
 SONGS = (
     "My Heart is Yours",

@@ -27,7 +27,9 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.joplin_ir import list_at_end
+from voyager_gym.backends.sim.tasks.common import (
+    list_at_end,
+)
 
 TODAY = START_TIME.date()
 WEEK_START = dt.date(2023, 10, 9)  # Monday of the device's week

@@ -26,7 +26,9 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.calendar import parse_time
+from voyager_gym.backends.sim.tasks.common import (
+    parse_time,
+)
 
 TODAY = START_TIME.date()
 UTC = dt.UTC

@@ -8,7 +8,6 @@ unchanged; a delete needs exactly the target rows gone; questions compare the `a
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import random
 import re
@@ -41,12 +40,13 @@ from voyager_gym.backends.sim.tasks.base import (
     fuzzy_match,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
+    DeleteRows,
+    RowsTask,
     parse_time,
 )
 
@@ -255,10 +255,21 @@ def fmt_time_param(t: dt.time) -> str:
 
 
 # -- add tasks ---------------------------------------------------------------------------------------------
-class _AddEvent(SimTask):
-    """Create one event; AndroidWorld's SimpleCalendarAddOneEvent family."""
+class _Events(RowsTask):
+    """A task on the calendar's events table."""
 
     app_names = ("simple calendar pro",)
+    table = "events"
+    id_key = "id"
+
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        insert(dev, rows)
+
+
+class _AddEvent(_Events):
+    """Create one event; AndroidWorld's SimpleCalendarAddOneEvent family (its own match of the new row)."""
+
+    insert_targets = False
     complexity = 3.4
     first_day, last_day = 15, 31
     template = (
@@ -278,10 +289,6 @@ class _AddEvent(SimTask):
     def goal(self) -> str:
         day_of_week = dt_of(self.params["row_objects"][0]["start_ts"]).strftime("%A")
         return self.template.format(**{**self.params, "day_of_week": day_of_week})
-
-    def initialize(self, dev: DeviceState) -> None:
-        insert(dev, self.params["noise_row_objects"])
-        self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
         after = events(dev)
@@ -441,20 +448,11 @@ class SimpleCalendarAddRepeatingEvent(_AddEvent):
 
 
 # -- delete tasks ------------------------------------------------------------------------------------------
-class _DeleteEvents(SimTask):
+class _DeleteEvents(DeleteRows, _Events):
     """Delete the target events; every other row must stay exactly as it was."""
 
-    app_names = ("simple calendar pro",)
     n_rows = 3
     n_noise = 20
-
-    def initialize(self, dev: DeviceState) -> None:
-        insert(dev, self.params["noise_row_objects"])
-        self.target_ids = [r["id"] for r in insert(dev, self.params["row_objects"])]
-        self.before = copy.deepcopy(events(dev))
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if removal_ok(self.before, events(dev), self.target_ids, "id") else 0.0
 
 
 @register_task

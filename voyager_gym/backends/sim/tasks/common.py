@@ -5,12 +5,13 @@ module, base, vocab and ir_vocab, never each other, so each family reads on its 
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import posixpath
 import random
 import textwrap
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import ImageFont
 
@@ -25,21 +26,95 @@ from voyager_gym.backends.sim.apps.vlc import stem
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
 from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
+    SimTask,
     View,
+    addition_ok,
     aw_fuzzy_match,
     back,
     click,
+    dedupe_ok,
     digits,
     done,
     fuzzy_match,
     long_press,
     open_app,
+    removal_ok,
     scroll,
     scroll_to_find,
     sms_number,
     type_into,
     wait,
 )
+
+
+# -- tasks on one table of an app's database (AndroidWorld's sqlite_validators) ----------------------------
+class RowsTask(SimTask):
+    """A task on the rows of one app table: the noise rows (`noise_row_objects`), then the targets
+    (`row_objects`) unless the task adds them, are inserted at the start, and the table is kept as `before`
+    for the verdict."""
+
+    table: ClassVar[str] = ""  # the table's name in `dev.table`
+    id_key: ClassVar[str] = ""  # its primary key
+    insert_targets: ClassVar[bool] = True
+
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        """Put the start rows in the table, in order (the family knows the app's columns and ids)."""
+        raise NotImplementedError
+
+    def initialize(self, dev: DeviceState) -> None:
+        rows = self.params.get("noise_row_objects", [])
+        if self.insert_targets:
+            rows = rows + self.params.get("row_objects", [])
+        self.insert_rows(dev, rows)
+        self.before = copy.deepcopy(dev.table(self.table))
+
+    @property
+    def target_ids(self) -> list[int]:
+        """The ids of the target rows: the last rows inserted."""
+        n = len(self.params.get("row_objects", []))
+        return [r[self.id_key] for r in self.before[len(self.before) - n :]]
+
+
+class AddRows(RowsTask):
+    """Add the target rows: each must match a new row (`free_form` columns fuzzily, the other `compare`
+    columns exactly), the table must grow by their number and keep every earlier row."""
+
+    insert_targets = False
+    compare: ClassVar[tuple[str, ...]] = ()
+    free_form: ClassVar[tuple[str, ...]] = ()
+
+    def is_successful(self, dev: DeviceState) -> float:
+        ok = addition_ok(self.before, dev.table(self.table), self.params["row_objects"], self.compare,
+                         self.free_form)
+        return 1.0 if ok else 0.0
+
+
+class DeleteRows(RowsTask):
+    """Delete the target rows: exactly they are gone, every other row is unchanged."""
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if removal_ok(self.before, dev.table(self.table), self.target_ids, self.id_key) else 0.0
+
+
+class DedupeRows(RowsTask):
+    """Delete all but one of exact duplicates: `n_noise` + 1 distinct rows are drawn, the last one is the
+    target and is inserted twice after the others; exactly one of the two copies must go."""
+
+    n_noise: ClassVar[int] = 5
+
+    @classmethod
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        """`n` distinct rows, drawn as AndroidWorld draws them."""
+        raise NotImplementedError
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        rows = cls.distinct_rows(rng, cls.n_noise + 1)
+        target = rows.pop()
+        return {"row_objects": [target, dict(target)], "noise_row_objects": rows}
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return 1.0 if dedupe_ok(self.before, dev.table(self.table), self.id_key) else 0.0
 
 
 # -- storage (AndroidWorld's file_utils) ----------------------------------------------------------------

@@ -7,7 +7,6 @@ duplicates: exactly one of the two identical rows gone)."""
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 from typing import Any
@@ -17,24 +16,24 @@ from voyager_gym.backends.sim.apps.expense import CATEGORIES, PKG, TABLE, insert
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
-    addition_ok,
     back,
     click,
-    dedupe_ok,
     done,
     long_press,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
     DCIM,
+    AddRows,
+    DedupeRows,
+    DeleteRows,
     FromImage,
+    RowsTask,
     read_note,
     wrapped,
     write_note,
@@ -286,20 +285,19 @@ def log_records(view: View) -> list[tuple[int, str, str, str]]:
     return out
 
 
-class _Expense(SimTask):
+class _Expense(RowsTask):
     app_names = (APP,)
-    insert_targets = True  # delete tasks start with their target rows; add tasks only with the noise
+    table = TABLE
+    id_key = "expense_id"
 
-    def initialize(self, dev: DeviceState) -> None:
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         dev.table(TABLE).clear()
-        insert_rows(dev, self.params.get("noise_row_objects", []))
-        if self.insert_targets:
-            insert_rows(dev, self.params.get("row_objects", []))
-        self.before = copy.deepcopy(dev.table(TABLE))
+        insert_rows(dev, rows)
 
 
-class _ExpenseAdd(_Expense):
-    insert_targets = False
+class _ExpenseAdd(AddRows, _Expense):
+    compare = COMPARE
+    free_form = FREE_FORM
     n_rows = 1
     n_noise = 10
     template = "Add the following expenses into the pro expense:\n{rows_text}"
@@ -318,10 +316,6 @@ class _ExpenseAdd(_Expense):
     def goal(self) -> str:
         text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
         return f"Add the following expenses into the {APP}:\n{text}"
-
-    def is_successful(self, dev: DeviceState) -> float:
-        ok = addition_ok(self.before, dev.table(TABLE), self.params["row_objects"], COMPARE, FREE_FORM)
-        return 1.0 if ok else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Add Expense -> name, amount, category chip, note -> Save, per row: the goal's rows, or those
@@ -363,7 +357,7 @@ class ExpenseAddMultiple(_ExpenseAdd):
     n_rows = 3
 
 
-class _ExpenseDelete(_Expense):
+class _ExpenseDelete(DeleteRows, _Expense):
     """Delete named expenses (AndroidWorld inserts only the targets: no noise rows)."""
 
     n_rows = 3
@@ -377,12 +371,6 @@ class _ExpenseDelete(_Expense):
     def goal(self) -> str:
         names = ", ".join(r["name"] for r in self.params["row_objects"])
         return f"Delete the following expenses from {APP}: {names}."
-
-    def target_ids(self) -> list[int]:
-        return [r["expense_id"] for r in self.before[len(self.before) - self.n_rows :]]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), self.target_ids(), "expense_id") else 0.0
 
 
 @register_task
@@ -447,7 +435,7 @@ class ExpenseDeleteMultiple(_ExpenseDelete):
 
 
 @register_task
-class ExpenseDeleteDuplicates(_Expense):
+class ExpenseDeleteDuplicates(DedupeRows, _Expense):
     complexity = 1.2
     n_noise = 5
     template = (
@@ -456,13 +444,8 @@ class ExpenseDeleteDuplicates(_Expense):
     )
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        rows = distinct_expenses(rng, cls.n_noise + 1)
-        target = rows.pop()
-        return {"row_objects": [target, dict(target)], "noise_row_objects": rows}
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "expense_id") else 0.0
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        return distinct_expenses(rng, n)
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Find two rows with the same name, amount and day in Expense Logs; delete the second."""

@@ -5,7 +5,6 @@ other row intact."""
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -14,22 +13,22 @@ from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.recipe import PKG, TABLE, insert_recipe
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
-    addition_ok,
     back,
     click,
-    dedupe_ok,
     done,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
+    AddRows,
+    DedupeRows,
+    DeleteRows,
     FromImage,
+    RowsTask,
     read_note,
     wrapped,
     write_note,
@@ -414,21 +413,21 @@ def card_records(view: View) -> list[tuple[int, str, str]]:
     return out
 
 
-class _Recipe(SimTask):
+class _Recipe(RowsTask):
     app_names = (APP,)
-    insert_targets = True  # delete tasks start with their target rows; add tasks only with the noise
+    table = TABLE
+    id_key = "recipeId"
 
-    def initialize(self, dev: DeviceState) -> None:
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         dev.table(TABLE).clear()
-        targets = self.params.get("row_objects", []) if self.insert_targets else []
-        for r in self.params.get("noise_row_objects", []) + targets:
+        for r in rows:
             insert_recipe(dev, **r)
-        self.before = copy.deepcopy(dev.table(TABLE))
 
 
 @register_task
-class RecipeAddSingleRecipe(_Recipe):
-    insert_targets = False
+class RecipeAddSingleRecipe(AddRows, _Recipe):
+    compare = COMPARE
+    free_form = FREE_FORM
     complexity = 2.4
     n_rows = 1
     n_noise = 10
@@ -451,10 +450,6 @@ class RecipeAddSingleRecipe(_Recipe):
     def goal(self) -> str:
         text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
         return f"Add the following recipes into the Broccoli app:\n{text}"
-
-    def is_successful(self, dev: DeviceState) -> float:
-        ok = addition_ok(self.before, dev.table(TABLE), self.params["row_objects"], COMPARE, FREE_FORM)
-        return 1.0 if ok else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """FAB -> fill Title..Directions (scrolling the form) -> check icon -> done on the list. The rows are
@@ -484,7 +479,7 @@ class RecipeAddSingleRecipe(_Recipe):
         return click(view.find(desc="Save"))
 
 
-class _RecipeDelete(_Recipe):
+class _RecipeDelete(DeleteRows, _Recipe):
     n_rows = 3
     n_noise = 0
     use_search = False
@@ -501,10 +496,6 @@ class _RecipeDelete(_Recipe):
     def goal(self) -> str:
         titles = ", ".join(r["title"] for r in self.params["row_objects"])
         return f"Delete the following recipes from Broccoli app: {titles}."
-
-    def is_successful(self, dev: DeviceState) -> float:
-        ids = [r["recipeId"] for r in self.before[len(self.before) - self.n_rows :]]
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), ids, "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """For each title: find it in the list (scroll or search), open it, More options, Delete, Delete."""
@@ -552,7 +543,7 @@ class RecipeDeleteSingleWithRecipeWithNoise(_RecipeDelete):
 
 
 @register_task
-class RecipeDeleteDuplicateRecipes(_Recipe):
+class RecipeDeleteDuplicateRecipes(DedupeRows, _Recipe):
     complexity = 1
     n_noise = 5
     template = (
@@ -561,19 +552,14 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
     )
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # As in AndroidWorld: n + 1 distinct recipes, the last one duplicated. A noise recipe may share the
-        # target's title (and even its description) while differing in another column.
-        noise = distinct_recipes(rng, cls.n_noise + 1)
-        target = noise.pop()
-        return {"row_objects": [target, dict(target)], "noise_row_objects": noise}
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        # A noise recipe may share the target's title (and even its description) while differing in another
+        # column.
+        return distinct_recipes(rng, n)
 
     @property
     def goal(self) -> str:
         return self.template
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Open the cards showing the duplicated recipe's title and description one by one; delete the first
@@ -713,11 +699,6 @@ class RecipeDeleteMultipleRecipesWithConstraint(_RecipeDelete):
 
     def solved_at_start(self) -> bool:
         return not self.params["row_objects"]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        n = len(self.params["row_objects"])
-        ids = [r["recipeId"] for r in self.before[len(self.before) - n :]]
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), ids, "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """For each drawn target (its title and description, from the params): open the last card showing

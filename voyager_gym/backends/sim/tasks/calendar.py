@@ -29,14 +29,11 @@ from voyager_gym.backends.sim.apps.calendar import (
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
     answer_once,
-    answer_score,
     back,
     click,
     done,
-    draw_noise,
     fuzzy_match,
     open_app,
     register_task,
@@ -47,6 +44,7 @@ from voyager_gym.backends.sim.tasks.base import (
 from voyager_gym.backends.sim.tasks.common import (
     DeleteRows,
     RowsTask,
+    SeededQuestion,
     parse_time,
 )
 
@@ -560,45 +558,22 @@ def overlaps_day(e: dict[str, Any], d: dt.date) -> bool:
     return dt_of(e["start_ts"]).date() <= d <= dt_of(e["end_ts"]).date()
 
 
-class _CalendarIR(SimTask):
-    """A calendar question: seeded targets among 75 noise events; the answer is checked by
-    `answer_score` (AndroidWorld: STRING_MATCH on the targets' field, here titles or the location)."""
+class _CalendarIR(SeededQuestion):
+    """A calendar question: seeded target events among 75 noise events (AndroidWorld: STRING_MATCH on the
+    targets' field, here titles or the location)."""
 
     app_names = ("simple calendar pro",)
-    complexity = 1.0
     n_noise = 75
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the task's params, in AndroidWorld's order (tasks/ir_vocab.py)
+    def noise_row(self, rng: random.Random) -> dict[str, Any]:
+        return random_noise_event(rng)
 
-    def target_events(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def excluded(self, e: dict[str, Any]) -> bool:
-        raise NotImplementedError
-
-    def expected(self) -> list[str]:
-        return [e["title"] for e in self.target_events()]
-
-    def setup_params(self, rng: random.Random) -> None:
-        """AndroidWorld's IR setup draws, from a generator seeded with the instance seed: the
-        `_without_replacement` fields (none by default), then the date rewording of the goal."""
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        insert(dev, rows)
 
     def initialize(self, dev: DeviceState) -> None:
-        self.day = vocab.ir_date(self.params["date"]) if "date" in self.params else TODAY
-        rng = random.Random(self.params.get("seed", 0))
-        self.setup_params(rng)
-        vocab.reword_dates(self.params, rng)
-        rng = self.rng("noise")
-        specs = self.target_events() + draw_noise(
-            rng, self.n_noise, random_noise_event, lambda e: not self.excluded(e)
-        )
-        rng.shuffle(specs)
-        insert(dev, specs)
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected())
+        self.day = vocab.ir_date(self.params["date"]) if "date" in self.params else TODAY  # before rewording
+        super().initialize(dev)
 
 
 def _event(date: dt.date, time_s: str, title: str, dur_s: int, location: str = "") -> dict[str, Any]:
@@ -622,7 +597,7 @@ class _DayQuestion(_CalendarIR):
     def the_day(self) -> dt.date:
         return self.day  # the `date` param before it was reworded
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.the_day(), p[self.time_param], p["title"], parse_duration(p["duration"]))]
 
@@ -675,9 +650,6 @@ class SimpleCalendarEventsOnDate(_DayQuestion):
         "multiple titles, format your answer as a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # time, date ("October 24 2023"), duration, title
 
 
 @register_task
@@ -687,9 +659,6 @@ class SimpleCalendarAnyEventsOnDate(_DayQuestion):
         "multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # date, title, time (the events draw their own, see below)
 
     def setup_params(self, rng: random.Random) -> None:
         """Three one-hour events on the date, each a time then a title drawn without replacement (the
@@ -697,7 +666,7 @@ class SimpleCalendarAnyEventsOnDate(_DayQuestion):
         pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
         self.events = [(pool.draw(rng, "time"), pool.draw(rng, "title")) for _ in range(3)]
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         return [_event(self.the_day(), tm, t, 3600) for tm, t in self.events]
 
 
@@ -707,11 +676,8 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
         "What is the location of my {title} event in Simple Calendar Pro? Answer with the location only."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, location, date, time
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.day, p["time"], p["title"], 1800, p["location"])]  # AndroidWorld's default 30 min
 
@@ -745,18 +711,15 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
 
 @register_task
 class SimpleCalendarNextEvent(_CalendarIR):
+    """The next event today, from params time, duration and title. AndroidWorld's times include "12:00am", an
+    event already over at 15:34, which its verifier still expects as the answer."""
+
     template = (
         "What is my next upcoming event in Simple Calendar Pro? Answer with the title only. If there are "
         "multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # time, duration, title; AndroidWorld's times include "12:00am", an event already over at 15:34,
-        # which its verifier still expects as the answer.
-        return ir_vocab.draw(cls.name, rng)
-
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(TODAY, p["time"], p["title"], parse_duration(p["duration"]))]
 
@@ -879,7 +842,7 @@ class SimpleCalendarEventsInNextWeek(_CalendarIR):
             (pool.draw(rng, "date"), pool.draw(rng, "time"), pool.draw(rng, "title").format(person=person)),
         ]
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         (d1, t1, title1), (d2, t2, title2) = self.events
         return [
             _event(vocab.ir_date(d1), t1, title1, parse_duration(self.params["duration"])),
@@ -923,12 +886,13 @@ class SimpleCalendarNextMeetingWithPerson(_CalendarIR):
     """When the meeting "Drinks with {person}" starts (30 minutes long); AndroidWorld's noise avoids titles
     naming the person on that date. The answer is checked as a date and time ('October 27 2023 15:15')."""
 
+    match = "datetime"
     template = (
         "When is my next meeting with {person} in Simple Calendar Pro? Express your answer in the format "
         "<month name> <day> <year> <hour in 24-hour format>:<minutes>."
     )
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.day, p["time"], f"Drinks with {p['person']}", 1800)]
 
@@ -936,10 +900,7 @@ class SimpleCalendarNextMeetingWithPerson(_CalendarIR):
         return self.params["person"].lower() in e["title"].lower() and overlaps_day(e, self.day)
 
     def expected(self) -> list[str]:
-        return [dt_of(e["start_ts"]).strftime(vocab.IR_DATE_FORMAT + " %H:%M") for e in self.target_events()]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), match="datetime")
+        return [dt_of(e["start_ts"]).strftime(vocab.IR_DATE_FORMAT + " %H:%M") for e in self.targets()]
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Search the person's name; answer the first upcoming result's start (the last one if all passed)."""

@@ -24,17 +24,19 @@ from voyager_gym.backends.sim.apps.sms import PKG as SMS
 from voyager_gym.backends.sim.apps.vlc import PKG as VLC
 from voyager_gym.backends.sim.apps.vlc import stem
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
-from voyager_gym.backends.sim.tasks import vocab
+from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     addition_ok,
+    answer_score,
     aw_fuzzy_match,
     back,
     click,
     dedupe_ok,
     digits,
     done,
+    draw_noise,
     fuzzy_match,
     long_press,
     open_app,
@@ -115,6 +117,64 @@ class DedupeRows(RowsTask):
 
     def is_successful(self, dev: DeviceState) -> float:
         return 1.0 if dedupe_ok(self.before, dev.table(self.table), self.id_key) else 0.0
+
+
+# -- questions (AndroidWorld's information-retrieval tasks) ----------------------------------------------
+class Question(SimTask):
+    """A question answered with the `answer` action: params drawn as AndroidWorld draws the task's (see
+    tasks/ir_vocab.py), the answer checked by `answer_score` against `expected()` with the task's match type
+    ("string", "number" with an optional `tolerance`, or "datetime")."""
+
+    complexity = 1.0
+    match: ClassVar[str] = "string"
+    tolerance: ClassVar[float | None] = None
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        return ir_vocab.draw(cls.name, rng)
+
+    def expected(self) -> list[str] | str:
+        raise NotImplementedError
+
+    def is_successful(self, dev: DeviceState) -> float:
+        return answer_score(dev, self.expected(), self.match, self.tolerance)
+
+
+class SeededQuestion(Question):
+    """A question about an app's rows: the `targets` that answer it, among `n_noise` rows drawn by `noise_row`
+    that are not `excluded` (noise that would change the answer), inserted in a shuffled order; by default
+    the answer is the targets' titles. As in AndroidWorld, a generator seeded with the instance seed first
+    draws `setup_params`, then the goal's date rewording."""
+
+    n_noise: ClassVar[int] = 0
+
+    def targets(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def excluded(self, row: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def noise_row(self, rng: random.Random) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def setup_params(self, rng: random.Random) -> None:
+        """AndroidWorld's setup draws before it rewords the goal's dates: the targets' `_without_replacement`
+        fields (none by default)."""
+
+    def expected(self) -> list[str] | str:
+        return [r["title"] for r in self.targets()]
+
+    def initialize(self, dev: DeviceState) -> None:
+        rng = random.Random(self.params.get("seed", 0))
+        self.setup_params(rng)
+        vocab.reword_dates(self.params, rng)
+        rng = self.rng("noise")
+        rows = self.targets() + draw_noise(rng, self.n_noise, self.noise_row, lambda r: not self.excluded(r))
+        rng.shuffle(rows)
+        self.insert_rows(dev, rows)
 
 
 # -- storage (AndroidWorld's file_utils) ----------------------------------------------------------------

@@ -18,7 +18,6 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer_once,
-    answer_score,
     back,
     click,
     done,
@@ -29,6 +28,7 @@ from voyager_gym.backends.sim.tasks.base import (
     type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
+    Question,
     list_at_end,
 )
 
@@ -161,19 +161,10 @@ def seed_notes(
         )
 
 
-class _NotesIR(SimTask):
-    """Shared verifier: the `answer` text against the seeded answer."""
+class _NotesIR(Question):
+    """A Joplin question: the `answer` text against the seeded answer."""
 
     app_names = ("joplin",)
-    complexity = 1.0
-
-    def expected(self) -> str:
-        raise NotImplementedError
-
-    match = "string"  # AndroidWorld's match type for the task's answer
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), self.match)
 
 
 def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
@@ -234,9 +225,7 @@ class NotesIsTodo(_NotesIR):
         "Is the note titled '{title}' in the Joplin app marked as a todo item? Respond with either 'True' "
         "if it is a todo or 'False' if not."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, is_todo, body, folder
+    # the params (tasks/ir_vocab.py): title, is_todo, body, folder
 
     def initialize(self, dev: DeviceState) -> None:
         p = self.params
@@ -274,10 +263,8 @@ class NotesMeetingAttendeeCount(_NoteLookup):
         "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
         "answer as just a single number."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # title, attendee_count, and a body that holds "{attendee_count}" until the note is written
-        return ir_vocab.draw(cls.name, rng)
+    # the params (tasks/ir_vocab.py): title, attendee_count, and a body that holds "{attendee_count}" until
+    # the note is written
 
     def expected(self) -> str:
         return self.params["attendee_count"]
@@ -296,10 +283,8 @@ class NotesRecipeIngredientCount(_NoteLookup):
         "answer in the format <amount> <unit> where both the amount and unit exactly match the format in "
         "the recipe."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # title, ingredient_quantity, ingredient, and a body holding "{ingredient_quantity} {ingredient}"
-        return ir_vocab.draw(cls.name, rng)
+    # the params (tasks/ir_vocab.py): title, ingredient_quantity, ingredient, and a body holding
+    # "{ingredient_quantity} {ingredient}"
 
     def expected(self) -> str:
         return self.params["ingredient_quantity"]
@@ -316,9 +301,7 @@ class NotesTodoItemCount(_NotesIR):
         "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "
         "a single number."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # folder, title, body (the notes draw their own, see below)
+    # the params (tasks/ir_vocab.py): folder, title, body (the notes draw their own, see below)
 
     def initialize(self, dev: DeviceState) -> None:
         """Three to-dos in the folder, each a title then a body drawn without replacement (the `title` and

@@ -20,7 +20,6 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer,
-    answer_score,
     back,
     done,
     open_app,
@@ -28,6 +27,7 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
 )
 from voyager_gym.backends.sim.tasks.common import (
+    Question,
     list_at_end,
 )
 
@@ -135,9 +135,8 @@ def fill_activities(
     return out
 
 
-class _SportsIR(SimTask):
+class _SportsIR(Question):
     app_names = ("open tracks sports tracker",)
-    complexity = 1.0
 
     def excluded(self, t: dict[str, Any]) -> bool:
         """AndroidWorld's exclusion conditions: noise matching all of them would change the answer."""
@@ -190,16 +189,9 @@ class _SportsIR(SimTask):
         rng.shuffle(tracks)
         dev.table(TRACKS).extend(tracks)
 
-    def expected(self) -> str | list[str]:
-        raise NotImplementedError
-
     # AndroidWorld's match: NUMBER_MATCH, exact unless a tolerance is set (|answer - expected| < 10 m for
     # distances), or STRING_MATCH for activity types.
     match = "number"
-    tolerance: float | None = None
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), self.match, self.tolerance)
 
     # -- expert --------------------------------------------------------------------------------------------
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
@@ -307,11 +299,8 @@ class _ThisWeek(_SportsIR):
     noise of that category in it."""
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): the activities draw their own fields, see `sources`
     sources = DRAWN_SOURCES
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activities draw their own fields, see `sources`
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -364,11 +353,8 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
     )
     tolerance = 10.0
 
+    # the params (tasks/ir_vocab.py): the activity takes `distance`, draws the rest
     sources = {**DRAWN_SOURCES, "distance": "distance"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activity takes `distance`, draws the rest
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -402,13 +388,10 @@ class SportsTrackerActivityDuration(_SportsIR):
         "as a single integer."
     )
 
+    # the params (tasks/ir_vocab.py): the activity takes them all but its elevations
     sources = {**DRAWN_SOURCES, "name": "activity_name", "description": "activity_description",
                "start_date": "date", "start_time": "start_time", "duration": "duration",
                "distance": "distance"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activity takes them all but its elevations
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -438,11 +421,8 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
     tolerance = 10.0
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): both activities on `start_date`, the rest drawn
     sources = {**DRAWN_SOURCES, "start_date": "start_date"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # both activities on `start_date`, the rest drawn
 
     def _in(self, d: dt.date) -> bool:
         return self.dates["start_date"] <= d <= self.dates["end_date"]
@@ -473,11 +453,8 @@ class SportsTrackerActivitiesOnDate(_SportsIR):
     )
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): both activities on `date`, categories and the rest drawn
     sources = {**DRAWN_SOURCES, "category": "~category", "start_date": "date"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # both activities on `date`, categories and the rest drawn
 
     def excluded(self, t: dict[str, Any]) -> bool:
         return dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date() == self.dates["date"]

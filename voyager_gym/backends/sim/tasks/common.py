@@ -59,6 +59,11 @@ class RowsTask(SimTask):
     id_key: ClassVar[str] = ""  # its primary key
     insert_targets: ClassVar[bool] = True
 
+    @classmethod
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        """`n` distinct rows of the table, drawn as AndroidWorld draws them."""
+        raise NotImplementedError
+
     def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         """Put the start rows in the table, in order (the family knows the app's columns and ids)."""
         raise NotImplementedError
@@ -78,12 +83,39 @@ class RowsTask(SimTask):
 
 
 class AddRows(RowsTask):
-    """Add the target rows: each must match a new row (`free_form` columns fuzzily, the other `compare`
+    """Add `n_rows` target rows, which the goal lists as csv or text blocks (`rows_as_text`), to a table that
+    holds `n_noise` other rows: each must match a new row (`free_form` columns fuzzily, the other `compare`
     columns exactly), the table must grow by their number and keep every earlier row."""
 
     insert_targets = False
+    n_rows: ClassVar[int] = 1
+    n_noise: ClassVar[int] = 10
     compare: ClassVar[tuple[str, ...]] = ()
     free_form: ClassVar[tuple[str, ...]] = ()
+
+    @staticmethod
+    def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
+        """AndroidWorld's text of the rows: "csv", or "text_block" with values wrapped at `wrap` columns."""
+        raise NotImplementedError
+
+    @classmethod
+    def noise_rows(cls, rng: random.Random, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The `n_noise` rows already in the table, drawn after the targets as AndroidWorld draws them."""
+        raise NotImplementedError
+
+    @classmethod
+    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
+        targets = cls.distinct_rows(rng, cls.n_rows)
+        return {
+            "row_objects": targets,
+            "noise_row_objects": cls.noise_rows(rng, targets),
+            "text_representation_type": rng.choice(["csv", "text_block"]),
+        }
+
+    @property
+    def goal(self) -> str:
+        text = self.rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
+        return self.template.format(rows_text=text)
 
     def is_successful(self, dev: DeviceState) -> float:
         ok = addition_ok(self.before, dev.table(self.table), self.params["row_objects"], self.compare,
@@ -103,11 +135,6 @@ class DedupeRows(RowsTask):
     target and is inserted twice after the others; exactly one of the two copies must go."""
 
     n_noise: ClassVar[int] = 5
-
-    @classmethod
-    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
-        """`n` distinct rows, drawn as AndroidWorld draws them."""
-        raise NotImplementedError
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -415,22 +442,21 @@ def view_medium(view: View, mem: dict[str, Any], name: str, folder: str = "DCIM"
     return click(tile) if tile is not None else back()
 
 
-class FromImage:
+class FromImage(AddRows):
     """For an add-many task (listed before its base class) whose rows AndroidWorld draws into a DCIM image as
-    text blocks wrapped at 60 columns, after clearing storage: the image `image_name` of `rows_as_text`. Its
-    expert views the image in the gallery, then takes the rows from the params that drew it, standing for
-    reading the image's pixels (the accessibility tree shows only the ImageView), and adds them as the base
-    task's expert does with `mem["rows"]`."""
+    text blocks wrapped at 60 columns, after clearing storage: the image `image_name` of `rows_as_text`. The
+    goal names only the image. Its expert views the image in the gallery, then takes the rows from the params
+    that drew it, standing for reading the image's pixels (the accessibility tree shows only the ImageView),
+    and adds them as the base task's expert does with `mem["rows"]`."""
 
-    image_name: str
-    params: dict[str, Any]
+    image_name: ClassVar[str] = ""
 
-    @staticmethod
-    def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
-        raise NotImplementedError
+    @property
+    def goal(self) -> str:
+        return self.template
 
     def initialize(self, dev: DeviceState) -> None:
-        super().initialize(dev)  # type: ignore[misc]
+        super().initialize(dev)
         clear_storage(dev)
         text = self.rows_as_text(self.params["row_objects"], "text_block", wrap=60)
         write_to_gallery(dev, text, self.image_name)
@@ -441,7 +467,7 @@ class FromImage:
             if step is not None:
                 return step
             mem["rows"] = self.params["row_objects"]
-        return super().expert(view, mem)  # type: ignore[misc]
+        return super().expert(view, mem)
 
 
 # -- contacts -------------------------------------------------------------------------------------------

@@ -290,6 +290,10 @@ class _Expense(RowsTask):
     table = TABLE
     id_key = "expense_id"
 
+    @classmethod
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        return distinct_expenses(rng, n)
+
     def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         dev.table(TABLE).clear()
         insert_rows(dev, rows)
@@ -298,24 +302,12 @@ class _Expense(RowsTask):
 class _ExpenseAdd(AddRows, _Expense):
     compare = COMPARE
     free_form = FREE_FORM
-    n_rows = 1
-    n_noise = 10
-    template = "Add the following expenses into the pro expense:\n{rows_text}"
+    template = f"Add the following expenses into the {APP}:\n{{rows_text}}"
+    rows_as_text = staticmethod(rows_as_text)
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        targets = distinct_expenses(rng, cls.n_rows)
-        noise = distinct_expenses(rng, cls.n_noise, exclude_names={t["name"] for t in targets})
-        return {
-            "row_objects": targets,
-            "noise_row_objects": noise,
-            "text_representation_type": rng.choice(["csv", "text_block"]),
-        }
-
-    @property
-    def goal(self) -> str:
-        text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
-        return f"Add the following expenses into the {APP}:\n{text}"
+    def noise_rows(cls, rng: random.Random, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return distinct_expenses(rng, cls.n_noise, exclude_names={t["name"] for t in targets})
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Add Expense -> name, amount, category chip, note -> Save, per row: the goal's rows, or those
@@ -443,10 +435,6 @@ class ExpenseDeleteDuplicates(DedupeRows, _Expense):
         "instance of each unique expense remains."
     )
 
-    @classmethod
-    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
-        return distinct_expenses(rng, n)
-
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Find two rows with the same name, amount and day in Expense Logs; delete the second."""
         if mem.get("deleted"):
@@ -573,11 +561,6 @@ class ExpenseAddMultipleFromGallery(FromImage, _ExpenseAdd):
     n_noise = 10
     template = f"Add the expenses from expenses.jpg in Simple Gallery Pro to {APP}."
     image_name = "expenses.jpg"
-    rows_as_text = staticmethod(rows_as_text)
-
-    @property
-    def goal(self) -> str:
-        return self.template
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)  # expenses.jpg, the oldest: the gallery shows it after the ten others

@@ -418,6 +418,12 @@ class _Recipe(RowsTask):
     table = TABLE
     id_key = "recipeId"
 
+    @classmethod
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        # For the duplicates, a noise recipe may share the target's title (and even its description) while
+        # differing in another column.
+        return distinct_recipes(rng, n)
+
     def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         dev.table(TABLE).clear()
         for r in rows:
@@ -429,27 +435,14 @@ class RecipeAddSingleRecipe(AddRows, _Recipe):
     compare = COMPARE
     free_form = FREE_FORM
     complexity = 2.4
-    n_rows = 1
-    n_noise = 10
     template = "Add the following recipes into the Broccoli app:\n{rows_text}"
+    rows_as_text = staticmethod(rows_as_text)
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        targets = distinct_recipes(rng, cls.n_rows)
+    def noise_rows(cls, rng: random.Random, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # AndroidWorld keeps a noise recipe whose title differs from *any* target's (one target: from it).
-        noise = distinct_recipes(
-            rng, cls.n_noise, keep=lambda r: any(r["title"] != t["title"] for t in targets)
-        )
-        return {
-            "row_objects": targets,
-            "noise_row_objects": noise,
-            "text_representation_type": rng.choice(["csv", "text_block"]),
-        }
-
-    @property
-    def goal(self) -> str:
-        text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
-        return f"Add the following recipes into the Broccoli app:\n{text}"
+        return distinct_recipes(rng, cls.n_noise,
+                                keep=lambda r: any(r["title"] != t["title"] for t in targets))
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """FAB -> fill Title..Directions (scrolling the form) -> check icon -> done on the list. The rows are
@@ -550,12 +543,6 @@ class RecipeDeleteDuplicateRecipes(DedupeRows, _Recipe):
         "Delete all but one of any recipes in the Broccoli app that are exact duplicates, ensuring at least "
         "one instance of each unique recipe remains"
     )
-
-    @classmethod
-    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
-        # A noise recipe may share the target's title (and even its description) while differing in another
-        # column.
-        return distinct_recipes(rng, n)
 
     @property
     def goal(self) -> str:
@@ -912,8 +899,3 @@ class RecipeAddMultipleRecipesFromImage(FromImage, RecipeAddMultipleRecipes):
     app_names = (APP, "simple gallery pro")
     template = "Add the recipes from recipes.jpg in Simple Gallery Pro to the Broccoli recipe app."
     image_name = "recipes.jpg"
-    rows_as_text = staticmethod(rows_as_text)
-
-    @property
-    def goal(self) -> str:
-        return self.template

@@ -216,6 +216,14 @@ def exists_under(dev: DeviceState, base: str, name: str) -> bool:
     return dev.exists(f"{base}/{name}")
 
 
+def moved(dev: DeviceState, root: str, params: dict[str, Any]) -> bool:
+    """AndroidWorld's move check: `file_name` is under `root`/`destination_folder` and no longer under
+    `root`/`source_folder`."""
+    src = exists_under(dev, f"{root}/{params['source_folder']}", params["file_name"])
+    dst = exists_under(dev, f"{root}/{params['destination_folder']}", params["file_name"])
+    return dst and not src
+
+
 def create_file(dev: DeviceState, path: str, content: str, rng: random.Random | None = None) -> str:
     """AndroidWorld's create_file: `echo` the content (random text if empty), so a newline ends it."""
     if not content:

@@ -31,6 +31,7 @@ from voyager_gym.backends.sim.tasks.common import (
     clear_storage,
     create_file,
     exists_under,
+    moved,
     noise_names,
 )
 
@@ -145,10 +146,7 @@ class FilesMoveFile(SimTask):
         dev.mkdir(f"{SDCARD}/{p['destination_folder']}")
 
     def is_successful(self, dev: DeviceState) -> float:
-        p = self.params
-        src = exists_under(dev, f"{SDCARD}/{p['source_folder']}", p["file_name"])
-        dst = exists_under(dev, f"{SDCARD}/{p['destination_folder']}", p["file_name"])
-        return 1.0 if dst and not src else 0.0
+        return 1.0 if moved(dev, SDCARD, self.params) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params

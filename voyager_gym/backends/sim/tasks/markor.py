@@ -49,6 +49,7 @@ from voyager_gym.backends.sim.tasks.common import (
     exists_under,
     find_note,
     markor_screen,
+    moved,
     new_file_expert,
     noise_names,
     open_note,
@@ -493,10 +494,7 @@ class MarkorMoveNote(_Markor):
         dev.mkdir(f"{MARKOR_DIR}/{self.params['destination_folder']}")
 
     def is_successful(self, dev: DeviceState) -> float:
-        p = self.params
-        src = exists_under(dev, f"{MARKOR_DIR}/{p['source_folder']}", p["file_name"])
-        dst = exists_under(dev, f"{MARKOR_DIR}/{p['destination_folder']}", p["file_name"])
-        return 1.0 if dst and not src else 0.0
+        return 1.0 if moved(dev, MARKOR_DIR, self.params) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params

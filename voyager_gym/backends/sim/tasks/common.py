@@ -1,7 +1,11 @@
-"""What several task families share (AndroidWorld's task_evals/utils and common_validators): file storage,
-Markor notes other apps' tasks read or write, gallery images of text, contact names and numbers, sending an
-SMS, watching a VLC clip, playlist checks, time parsing and list ends. Task-family modules import only this
-module, base, vocab and ir_vocab, never each other, so each family reads on its own."""
+"""What several task families share (AndroidWorld's task_evals/utils and common_validators).
+
+First the bases for the repeated task shapes: tasks on the rows of one app table (add, delete, dedupe:
+AndroidWorld's sqlite_validators) and information-retrieval questions (targets seeded among noise rows).
+Then the helpers: file storage, Markor notes other apps' tasks read or write, gallery images of text, contact
+names and numbers, sending an SMS, watching a VLC clip, playlist checks, time parsing and list ends.
+Task-family modules import only this module, base, vocab and ir_vocab, never each other, so that each family
+reads on its own (tests/sim/test_task_modules.py checks it)."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def test_delete_events_needs_all_three(backend):
 def test_ir_near_misses(backend, name):
     task, dev = start(backend, name)
     expected = task.expected()
-    assert len(events(dev)) == 75 + len(task.target_events())
+    assert len(events(dev)) == 75 + len(task.targets())
     dev.interaction_cache = ", ".join(expected)
     assert task.is_successful(dev) == 1.0
     dev.interaction_cache = ", ".join(expected + ["Meeting with Bob"])  # an extra title
@@ -295,7 +295,7 @@ def test_new_ir_noise_avoids_exactly_the_targets(backend, name):
     """Of the seeded events, exactly the targets meet AndroidWorld's exclusion conditions."""
     for seed in range(8):
         task, dev = start(backend, name, seed)
-        targets = task.target_events()
+        targets = task.targets()
         assert len(events(dev)) == 75 + len(targets)
         hit = sorted((e["title"], e["start_ts"]) for e in events(dev) if task.excluded(e))
         assert hit == sorted((e["title"], e["start_ts"]) for e in targets), seed
@@ -356,7 +356,7 @@ def test_ir_exclusion_boundaries(backend):
 
 def test_next_meeting_answer_is_a_date_and_time(backend):
     task, dev = start(backend, "SimpleCalendarNextMeetingWithPerson")
-    e = task.target_events()[0]
+    e = task.targets()[0]
     assert e["title"] == f"Drinks with {task.params['person']}" and e["end_ts"] - e["start_ts"] == 1800
     when = dt.datetime.fromtimestamp(e["start_ts"], dt.UTC)
     for answer, score in (

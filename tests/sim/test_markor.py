@@ -10,7 +10,8 @@ from voyager_gym.backends.sim.apps.vlc import clip_frames
 from voyager_gym.backends.sim.device import SDCARD
 from voyager_gym.backends.sim.expert import run_expert
 from voyager_gym.backends.sim.tasks.base import aw_fuzzy_match as created_text_matches
-from voyager_gym.backends.sim.tasks.markor import created_file_ok, top_level_files
+from voyager_gym.backends.sim.tasks.common import created_file_ok
+from voyager_gym.backends.sim.tasks.markor import top_level_files
 
 M = MARKOR_DIR
 

@@ -7,7 +7,8 @@ from tests.sim.helpers import run_expert_until_done, view
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import sms as app
 from voyager_gym.backends.sim.tasks.base import back, click, digits, long_press, open_app, type_into
-from voyager_gym.backends.sim.tasks.sms import RESEND_ASK, sent_messages
+from voyager_gym.backends.sim.tasks.common import sent_messages
+from voyager_gym.backends.sim.tasks.sms import RESEND_ASK
 
 PKG = app.PKG
 

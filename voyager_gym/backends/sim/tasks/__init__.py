@@ -1,4 +1,5 @@
-"""SimDroid's tasks, by AndroidWorld name. Every module in this package registers its tasks on import."""
+"""SimDroid's tasks, by AndroidWorld name. Every family module registers its tasks on import; base, common,
+vocab and ir_vocab hold what the families share."""
 
 import importlib
 import pkgutil

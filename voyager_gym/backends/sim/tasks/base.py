@@ -32,7 +32,8 @@ def register_task(cls: type[SimTask]) -> type[SimTask]:
 
 
 class SimTask:
-    """Base class. Subclasses set the class attributes and implement the four methods."""
+    """Base class. Subclasses set the class attributes and implement the four methods; `name` is the class
+    name."""
 
     name: ClassVar[str] = ""
     app_names: ClassVar[tuple[str, ...]] = ()
@@ -40,6 +41,14 @@ class SimTask:
     template: ClassVar[str] = ""
     # Tasks that start in their goal state (AndroidWorld's "Verify" variants).
     starts_solved: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A task's name is its class name (AndroidWorld's), so that grep finds where a task is defined."""
+        super().__init_subclass__(**kwargs)
+        given = cls.__dict__.get("name", cls.__name__)
+        if given != cls.__name__:
+            raise ValueError(f"task class {cls.__name__} sets name={given!r}; expected its class name")
+        cls.name = cls.__name__
 
     def __init__(self, params: dict[str, Any]):
         self.params = dict(params)

@@ -27,7 +27,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.markor import clear_storage
+from voyager_gym.backends.sim.tasks.common import (
+    clear_storage,
+)
 
 MOVES = {"Up": (-1, 0), "Down": (1, 0), "Left": (0, -1), "Right": (0, 1)}
 
@@ -86,7 +88,6 @@ class _Browser(SimTask):
 
 @register_task
 class BrowserMaze(_Browser):
-    name = "BrowserMaze"
     kind = "maze"
     page_marker = "cell character"
     template = "Navigate the X to the bottom-right cell, by using the direction buttons."
@@ -118,7 +119,6 @@ class BrowserMaze(_Browser):
 
 @register_task
 class BrowserMultiply(_Browser):
-    name = "BrowserMultiply"
     kind = "multiply"
     complexity = 2.2
     page_marker = "number"
@@ -148,7 +148,6 @@ class BrowserMultiply(_Browser):
 
 @register_task
 class BrowserDraw(_Browser):
-    name = "BrowserDraw"
     kind = "draw"
     page_marker = "canvas"
     template = "Create a drawing using the three colors shown at the top and hit submit."

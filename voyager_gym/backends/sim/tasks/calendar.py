@@ -8,7 +8,6 @@ unchanged; a delete needs exactly the target rows gone; questions compare the `a
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import random
 import re
@@ -30,21 +29,23 @@ from voyager_gym.backends.sim.apps.calendar import (
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
     answer_once,
-    answer_score,
     back,
     click,
     done,
-    draw_noise,
     fuzzy_match,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
+)
+from voyager_gym.backends.sim.tasks.common import (
+    DeleteRows,
+    RowsTask,
+    SeededQuestion,
+    parse_time,
 )
 
 TODAY = START_TIME.date()  # Sunday, October 15 2023
@@ -252,10 +253,21 @@ def fmt_time_param(t: dt.time) -> str:
 
 
 # -- add tasks ---------------------------------------------------------------------------------------------
-class _AddEvent(SimTask):
-    """Create one event; AndroidWorld's SimpleCalendarAddOneEvent family."""
+class _Events(RowsTask):
+    """A task on the calendar's events table."""
 
     app_names = ("simple calendar pro",)
+    table = "events"
+    id_key = "id"
+
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        insert(dev, rows)
+
+
+class _AddEvent(_Events):
+    """Create one event; AndroidWorld's SimpleCalendarAddOneEvent family (its own match of the new row)."""
+
+    insert_targets = False
     complexity = 3.4
     first_day, last_day = 15, 31
     template = (
@@ -275,10 +287,6 @@ class _AddEvent(SimTask):
     def goal(self) -> str:
         day_of_week = dt_of(self.params["row_objects"][0]["start_ts"]).strftime("%A")
         return self.template.format(**{**self.params, "day_of_week": day_of_week})
-
-    def initialize(self, dev: DeviceState) -> None:
-        insert(dev, self.params["noise_row_objects"])
-        self.before = copy.deepcopy(events(dev))
 
     def is_successful(self, dev: DeviceState) -> float:
         after = events(dev)
@@ -383,12 +391,11 @@ class _AddEvent(SimTask):
 
 @register_task
 class SimpleCalendarAddOneEvent(_AddEvent):
-    name = "SimpleCalendarAddOneEvent"
+    """One event on a day from the 15th to the 31st, among noise events."""
 
 
 @register_task
 class SimpleCalendarAddOneEventTomorrow(_AddEvent):
-    name = "SimpleCalendarAddOneEventTomorrow"
     first_day = last_day = 16
     template = (
         "In Simple Calendar Pro, create a calendar event for tomorrow at {hour}h with the title "
@@ -399,7 +406,6 @@ class SimpleCalendarAddOneEventTomorrow(_AddEvent):
 
 @register_task
 class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
-    name = "SimpleCalendarAddOneEventRelativeDay"
     first_day, last_day = 16, 21
     template = (
         "In Simple Calendar Pro, create a calendar event for this {day_of_week} at {hour}h with the title "
@@ -410,7 +416,6 @@ class SimpleCalendarAddOneEventRelativeDay(_AddEvent):
 
 @register_task
 class SimpleCalendarAddOneEventInTwoWeeks(_AddEvent):
-    name = "SimpleCalendarAddOneEventInTwoWeeks"
     first_day = last_day = 29
     template = (
         "In Simple Calendar Pro, create a calendar event in two weeks from today at {hour}h with the title "
@@ -424,7 +429,6 @@ class SimpleCalendarAddRepeatingEvent(_AddEvent):
     """A daily or weekly series, forever: the row also needs AndroidWorld's repeat_interval (seconds) and
     repeat_rule (0 for daily, the start's weekday bit for weekly)."""
 
-    name = "SimpleCalendarAddRepeatingEvent"
     template = (
         "In Simple Calendar Pro, create a recurring calendar event titled '{event_title}' starting on "
         "{year}-{month}-{day} at {hour}h. The event recurs {repeat_rule}, forever, and lasts for "
@@ -442,25 +446,15 @@ class SimpleCalendarAddRepeatingEvent(_AddEvent):
 
 
 # -- delete tasks ------------------------------------------------------------------------------------------
-class _DeleteEvents(SimTask):
+class _DeleteEvents(DeleteRows, _Events):
     """Delete the target events; every other row must stay exactly as it was."""
 
-    app_names = ("simple calendar pro",)
     n_rows = 3
     n_noise = 20
-
-    def initialize(self, dev: DeviceState) -> None:
-        insert(dev, self.params["noise_row_objects"])
-        self.target_ids = [r["id"] for r in insert(dev, self.params["row_objects"])]
-        self.before = copy.deepcopy(events(dev))
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if removal_ok(self.before, events(dev), self.target_ids, "id") else 0.0
 
 
 @register_task
 class SimpleCalendarDeleteOneEvent(_DeleteEvents):
-    name = "SimpleCalendarDeleteOneEvent"
     complexity = 1.2
     n_rows = 1
     template = (
@@ -500,7 +494,6 @@ class SimpleCalendarDeleteOneEvent(_DeleteEvents):
 
 @register_task
 class SimpleCalendarDeleteEvents(_DeleteEvents):
-    name = "SimpleCalendarDeleteEvents"
     complexity = 1.4
     first_day, last_day = 15, 31
     template = "In Simple Calendar Pro, delete all the calendar events on {year}-{month}-{day}"
@@ -529,7 +522,6 @@ class SimpleCalendarDeleteEvents(_DeleteEvents):
 class SimpleCalendarDeleteEventsOnRelativeDay(SimpleCalendarDeleteEvents):
     """Delete the two events of "this <weekday>" (Monday 16 to Saturday 21 October)."""
 
-    name = "SimpleCalendarDeleteEventsOnRelativeDay"
     complexity = 1.2
     n_rows = 2
     first_day, last_day = 16, 21
@@ -542,16 +534,6 @@ class SimpleCalendarDeleteEventsOnRelativeDay(SimpleCalendarDeleteEvents):
 
 
 # -- information retrieval (params and their vocabularies: tasks/ir_vocab.py) -------------------------------
-def parse_time(s: str) -> dt.time:
-    """AndroidWorld's time formats: '21:45', '9:45am', '4pm'."""
-    for fmt in ("%H:%M", "%I:%M%p", "%I%p"):
-        try:
-            return dt.datetime.strptime(s, fmt).time()
-        except ValueError:
-            pass
-    raise ValueError(f"bad time {s!r}")
-
-
 def parse_duration(s: str) -> int:
     """Seconds in '30 m', '1.5 hours', '45min' (AndroidWorld's parser: 'h' before 'm')."""
     if "h" in s:
@@ -576,45 +558,22 @@ def overlaps_day(e: dict[str, Any], d: dt.date) -> bool:
     return dt_of(e["start_ts"]).date() <= d <= dt_of(e["end_ts"]).date()
 
 
-class _CalendarIR(SimTask):
-    """A calendar question: seeded targets among 75 noise events; the answer is checked by
-    `answer_score` (AndroidWorld: STRING_MATCH on the targets' field, here titles or the location)."""
+class _CalendarIR(SeededQuestion):
+    """A calendar question: seeded target events among 75 noise events (AndroidWorld: STRING_MATCH on the
+    targets' field, here titles or the location)."""
 
     app_names = ("simple calendar pro",)
-    complexity = 1.0
     n_noise = 75
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the task's params, in AndroidWorld's order (tasks/ir_vocab.py)
+    def noise_row(self, rng: random.Random) -> dict[str, Any]:
+        return random_noise_event(rng)
 
-    def target_events(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def excluded(self, e: dict[str, Any]) -> bool:
-        raise NotImplementedError
-
-    def expected(self) -> list[str]:
-        return [e["title"] for e in self.target_events()]
-
-    def setup_params(self, rng: random.Random) -> None:
-        """AndroidWorld's IR setup draws, from a generator seeded with the instance seed: the
-        `_without_replacement` fields (none by default), then the date rewording of the goal."""
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        insert(dev, rows)
 
     def initialize(self, dev: DeviceState) -> None:
-        self.day = vocab.ir_date(self.params["date"]) if "date" in self.params else TODAY
-        rng = random.Random(self.params.get("seed", 0))
-        self.setup_params(rng)
-        vocab.reword_dates(self.params, rng)
-        rng = self.rng("noise")
-        specs = self.target_events() + draw_noise(
-            rng, self.n_noise, random_noise_event, lambda e: not self.excluded(e)
-        )
-        rng.shuffle(specs)
-        insert(dev, specs)
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected())
+        self.day = vocab.ir_date(self.params["date"]) if "date" in self.params else TODAY  # before rewording
+        super().initialize(dev)
 
 
 def _event(date: dt.date, time_s: str, title: str, dur_s: int, location: str = "") -> dict[str, Any]:
@@ -638,7 +597,7 @@ class _DayQuestion(_CalendarIR):
     def the_day(self) -> dt.date:
         return self.day  # the `date` param before it was reworded
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.the_day(), p[self.time_param], p["title"], parse_duration(p["duration"]))]
 
@@ -686,28 +645,20 @@ def time_of_day(ts: int) -> dt.time:
 
 @register_task
 class SimpleCalendarEventsOnDate(_DayQuestion):
-    name = "SimpleCalendarEventsOnDate"
     template = (
         "What events do I have {date} in Simple Calendar Pro? Answer with the titles only. If there are "
         "multiple titles, format your answer as a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # time, date ("October 24 2023"), duration, title
 
 
 @register_task
 class SimpleCalendarAnyEventsOnDate(_DayQuestion):
-    name = "SimpleCalendarAnyEventsOnDate"
     template = (
         "Do I have any events {date} in Simple Calendar Pro? Answer with the titles only. If there are "
         "multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # date, title, time (the events draw their own, see below)
 
     def setup_params(self, rng: random.Random) -> None:
         """Three one-hour events on the date, each a time then a title drawn without replacement (the
@@ -715,22 +666,18 @@ class SimpleCalendarAnyEventsOnDate(_DayQuestion):
         pool = vocab.WithoutReplacement(dict(ir_vocab.IR_PARAMS[self.name]), self.params)
         self.events = [(pool.draw(rng, "time"), pool.draw(rng, "title")) for _ in range(3)]
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         return [_event(self.the_day(), tm, t, 3600) for tm, t in self.events]
 
 
 @register_task
 class SimpleCalendarLocationOfEvent(_CalendarIR):
-    name = "SimpleCalendarLocationOfEvent"
     template = (
         "What is the location of my {title} event in Simple Calendar Pro? Answer with the location only."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, location, date, time
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.day, p["time"], p["title"], 1800, p["location"])]  # AndroidWorld's default 30 min
 
@@ -764,19 +711,15 @@ class SimpleCalendarLocationOfEvent(_CalendarIR):
 
 @register_task
 class SimpleCalendarNextEvent(_CalendarIR):
-    name = "SimpleCalendarNextEvent"
+    """The next event today, from params time, duration and title. AndroidWorld's times include "12:00am", an
+    event already over at 15:34, which its verifier still expects as the answer."""
+
     template = (
         "What is my next upcoming event in Simple Calendar Pro? Answer with the title only. If there are "
         "multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # time, duration, title; AndroidWorld's times include "12:00am", an event already over at 15:34,
-        # which its verifier still expects as the answer.
-        return ir_vocab.draw(cls.name, rng)
-
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(TODAY, p["time"], p["title"], parse_duration(p["duration"]))]
 
@@ -814,7 +757,6 @@ class SimpleCalendarEventOnDateAtTime(_DayQuestion):
     """The events under way at {date} {time}; AndroidWorld's noise avoids every event from start to end
     (inclusive) containing that moment."""
 
-    name = "SimpleCalendarEventOnDateAtTime"
     template = (
         "What is on my schedule for {date} at {time} in Simple Calendar Pro? Answer with the titles only. If "
         "there are multiples titles, format your answer in a comma separated list."
@@ -837,7 +779,6 @@ class SimpleCalendarFirstEventAfterStartTime(_DayQuestion):
     """The first event starting at or after {time} on {date}; AndroidWorld's noise avoids that day's events
     whose start or end time of day is at or after {time}."""
 
-    name = "SimpleCalendarFirstEventAfterStartTime"
     template = (
         "What is my first event after {time} {date} in Simple Calendar Pro? Answer with the titles only. If "
         "there are multiples titles, format your answer in a comma separated list."
@@ -861,7 +802,6 @@ class SimpleCalendarEventsInTimeRange(_DayQuestion):
     """The events between {start_time} and 8pm on {date}; AndroidWorld's noise avoids that day's events with
     a start or end at or after {start_time} and a start or end at or before 20:00."""
 
-    name = "SimpleCalendarEventsInTimeRange"
     template = (
         "Do I have any events between {start_time} and 8pm {date} in Simple Calendar Pro? Answer with the "
         "titles only. If there are multiples titles, format your answer in a comma separated list."
@@ -885,7 +825,6 @@ class SimpleCalendarEventsInNextWeek(_CalendarIR):
     replacement with the `duration` and `title` params, the second on another such date and time with a
     title drawn without replacement (30 minutes); AndroidWorld's noise avoids 15-22 October."""
 
-    name = "SimpleCalendarEventsInNextWeek"
     template = (
         "What events do I have in the next week in Simple Calendar Pro? Assume the week starts from Monday. "
         "Answer with the titles only. If there are multiples titles, format your answer in a comma separated "
@@ -903,7 +842,7 @@ class SimpleCalendarEventsInNextWeek(_CalendarIR):
             (pool.draw(rng, "date"), pool.draw(rng, "time"), pool.draw(rng, "title").format(person=person)),
         ]
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         (d1, t1, title1), (d2, t2, title2) = self.events
         return [
             _event(vocab.ir_date(d1), t1, title1, parse_duration(self.params["duration"])),
@@ -947,13 +886,13 @@ class SimpleCalendarNextMeetingWithPerson(_CalendarIR):
     """When the meeting "Drinks with {person}" starts (30 minutes long); AndroidWorld's noise avoids titles
     naming the person on that date. The answer is checked as a date and time ('October 27 2023 15:15')."""
 
-    name = "SimpleCalendarNextMeetingWithPerson"
+    match = "datetime"
     template = (
         "When is my next meeting with {person} in Simple Calendar Pro? Express your answer in the format "
         "<month name> <day> <year> <hour in 24-hour format>:<minutes>."
     )
 
-    def target_events(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, Any]]:
         p = self.params
         return [_event(self.day, p["time"], f"Drinks with {p['person']}", 1800)]
 
@@ -961,10 +900,7 @@ class SimpleCalendarNextMeetingWithPerson(_CalendarIR):
         return self.params["person"].lower() in e["title"].lower() and overlaps_day(e, self.day)
 
     def expected(self) -> list[str]:
-        return [dt_of(e["start_ts"]).strftime(vocab.IR_DATE_FORMAT + " %H:%M") for e in self.target_events()]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), match="datetime")
+        return [dt_of(e["start_ts"]).strftime(vocab.IR_DATE_FORMAT + " %H:%M") for e in self.targets()]
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Search the person's name; answer the first upcoming result's start (the last one if all passed)."""

@@ -39,7 +39,6 @@ class _Camera(SimTask):
 
 @register_task
 class CameraTakePhoto(_Camera):
-    name = "CameraTakePhoto"
     template = "Take one photo."
     folder = app.PHOTOS_DIR
 
@@ -58,7 +57,6 @@ class CameraTakePhoto(_Camera):
 
 @register_task
 class CameraTakeVideo(_Camera):
-    name = "CameraTakeVideo"
     template = "Take one video."
     folder = app.VIDEOS_DIR
 

@@ -42,7 +42,6 @@ class _Clock(SimTask):
 
 @register_task
 class ClockTimerEntry(_Clock):
-    name = "ClockTimerEntry"
     template = (
         "Create a timer with {hours} hours, {minutes} minutes, and {seconds} seconds. Do not start the timer."
     )
@@ -89,7 +88,6 @@ class ClockTimerEntry(_Clock):
 
 @register_task
 class ClockStopWatchRunning(_Clock):
-    name = "ClockStopWatchRunning"
     template = "Run the stopwatch."
 
     def is_successful(self, dev: DeviceState) -> float:
@@ -113,7 +111,6 @@ class ClockStopWatchPausedVerify(_Clock):
     check reads the screen: Clock in front showing the paused stopwatch (Start shown on the Stopwatch tab).
     The phone starts on the home screen, so doing nothing fails, as it does in AndroidWorld."""
 
-    name = "ClockStopWatchPausedVerify"
     template = "Pause the stopwatch."
 
     def is_successful(self, dev: DeviceState) -> float:

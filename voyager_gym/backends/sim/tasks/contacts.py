@@ -1,6 +1,6 @@
 """Contacts tasks: ContactsAddContact (checked in the contacts provider) and ContactsNewContactDraft (checked
-on the open editor, unsaved, as AndroidWorld reads it from the screen). Also the name and number generators
-that the SMS tasks share."""
+on the open editor, unsaved, as AndroidWorld reads it from the screen). The name and number generators,
+which the SMS tasks share, are in tasks/common.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps import contacts as app
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -23,24 +22,14 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.common import (
+    random_name,
+    random_number,
+)
 
 PKG = app.PKG
 DRAFT_FIRST = ("Alice", "Bob", "Charlie", "David", "Eva", "Frank", "Grace", "Hannah", "Ivan", "Jack")
 DRAFT_LAST = ("Johnson", "Smith", "Brown", "Taylor", "Adams", "Wilson", "Lee", "White", "Harris", "Clark")
-
-
-def random_name(rng: random.Random, exclude: tuple[str, ...] | list[str] = ()) -> str:
-    """A 'Given Family' name drawn as AndroidWorld draws it, redrawn while it is in `exclude` (AndroidWorld's
-    own exclusion never takes effect, so a first draw outside `exclude` is exactly its name)."""
-    while True:
-        name = vocab.random_name(rng)
-        if name not in exclude:
-            return name
-
-
-def random_number(rng: random.Random) -> str:
-    """A +1 and ten digits, as AndroidWorld's generator makes (Simple SMS then adds no country code)."""
-    return vocab.random_number(rng)
 
 
 def contacts_editor_expert(
@@ -77,7 +66,6 @@ def contacts_editor_expert(
 class ContactsAddContact(SimTask):
     """Create a contact; the provider must then hold (display name, digits of the number)."""
 
-    name = "ContactsAddContact"
     app_names = ("contacts",)
     complexity = 1.2
     template = "Create a new contact for {name}. Their number is {number}."
@@ -110,7 +98,6 @@ class ContactsAddContact(SimTask):
 class ContactsNewContactDraft(SimTask):
     """Fill the new-contact form without saving; AndroidWorld checks the editor on screen."""
 
-    name = "ContactsNewContactDraft"
     app_names = ("contacts",)
     complexity = 1.2
     template = (

@@ -27,8 +27,11 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import folder_picker_expert
-from voyager_gym.backends.sim.tasks.markor import clear_storage, exists_under
+from voyager_gym.backends.sim.tasks.common import (
+    clear_storage,
+    exists_under,
+    folder_picker_expert,
+)
 
 PICTURES = f"{SDCARD}/Pictures"
 WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")  # AndroidWorld's
@@ -37,7 +40,6 @@ EXTENSIONS = (".png", ".svg", ".jpg")
 
 @register_task
 class SimpleDrawProCreateDrawing(SimTask):
-    name = "SimpleDrawProCreateDrawing"
     app_names = ("simple draw pro",)
     complexity = 1.8
     template = (

@@ -7,7 +7,6 @@ duplicates: exactly one of the two identical rows gone)."""
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 from typing import Any
@@ -17,23 +16,29 @@ from voyager_gym.backends.sim.apps.expense import CATEGORIES, PKG, TABLE, insert
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
-    addition_ok,
     back,
     click,
-    dedupe_ok,
     done,
     long_press,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import DCIM, FromImage, wrapped, write_to_gallery
-from voyager_gym.backends.sim.tasks.markor import read_note, write_note
+from voyager_gym.backends.sim.tasks.common import (
+    DCIM,
+    AddRows,
+    DedupeRows,
+    DeleteRows,
+    FromImage,
+    RowsTask,
+    read_note,
+    wrapped,
+    write_note,
+    write_to_gallery,
+)
 
 APP = "pro expense"
 OCT_1_MS = 1696118400000  # 2023-10-01 00:00 UTC
@@ -280,42 +285,29 @@ def log_records(view: View) -> list[tuple[int, str, str, str]]:
     return out
 
 
-class _Expense(SimTask):
+class _Expense(RowsTask):
     app_names = (APP,)
-    insert_targets = True  # delete tasks start with their target rows; add tasks only with the noise
-
-    def initialize(self, dev: DeviceState) -> None:
-        dev.table(TABLE).clear()
-        insert_rows(dev, self.params.get("noise_row_objects", []))
-        if self.insert_targets:
-            insert_rows(dev, self.params.get("row_objects", []))
-        self.before = copy.deepcopy(dev.table(TABLE))
-
-
-class _ExpenseAdd(_Expense):
-    insert_targets = False
-    n_rows = 1
-    n_noise = 10
-    template = "Add the following expenses into the pro expense:\n{rows_text}"
+    table = TABLE
+    id_key = "expense_id"
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        targets = distinct_expenses(rng, cls.n_rows)
-        noise = distinct_expenses(rng, cls.n_noise, exclude_names={t["name"] for t in targets})
-        return {
-            "row_objects": targets,
-            "noise_row_objects": noise,
-            "text_representation_type": rng.choice(["csv", "text_block"]),
-        }
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        return distinct_expenses(rng, n)
 
-    @property
-    def goal(self) -> str:
-        text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
-        return f"Add the following expenses into the {APP}:\n{text}"
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        dev.table(TABLE).clear()
+        insert_rows(dev, rows)
 
-    def is_successful(self, dev: DeviceState) -> float:
-        ok = addition_ok(self.before, dev.table(TABLE), self.params["row_objects"], COMPARE, FREE_FORM)
-        return 1.0 if ok else 0.0
+
+class _ExpenseAdd(AddRows, _Expense):
+    compare = COMPARE
+    free_form = FREE_FORM
+    template = f"Add the following expenses into the {APP}:\n{{rows_text}}"
+    rows_as_text = staticmethod(rows_as_text)
+
+    @classmethod
+    def noise_rows(cls, rng: random.Random, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return distinct_expenses(rng, cls.n_noise, exclude_names={t["name"] for t in targets})
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Add Expense -> name, amount, category chip, note -> Save, per row: the goal's rows, or those
@@ -347,19 +339,17 @@ class _ExpenseAdd(_Expense):
 
 @register_task
 class ExpenseAddSingle(_ExpenseAdd):
-    name = "ExpenseAddSingle"
     complexity = 1.2
     n_rows = 1
 
 
 @register_task
 class ExpenseAddMultiple(_ExpenseAdd):
-    name = "ExpenseAddMultiple"
     complexity = 6
     n_rows = 3
 
 
-class _ExpenseDelete(_Expense):
+class _ExpenseDelete(DeleteRows, _Expense):
     """Delete named expenses (AndroidWorld inserts only the targets: no noise rows)."""
 
     n_rows = 3
@@ -374,16 +364,9 @@ class _ExpenseDelete(_Expense):
         names = ", ".join(r["name"] for r in self.params["row_objects"])
         return f"Delete the following expenses from {APP}: {names}."
 
-    def target_ids(self) -> list[int]:
-        return [r["expense_id"] for r in self.before[len(self.before) - self.n_rows :]]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), self.target_ids(), "expense_id") else 0.0
-
 
 @register_task
 class ExpenseDeleteSingle(_ExpenseDelete):
-    name = "ExpenseDeleteSingle"
     complexity = 1
     n_rows = 1
 
@@ -412,7 +395,6 @@ class ExpenseDeleteSingle(_ExpenseDelete):
 
 @register_task
 class ExpenseDeleteMultiple(_ExpenseDelete):
-    name = "ExpenseDeleteMultiple"
     complexity = 2
     n_rows = 3
 
@@ -445,23 +427,13 @@ class ExpenseDeleteMultiple(_ExpenseDelete):
 
 
 @register_task
-class ExpenseDeleteDuplicates(_Expense):
-    name = "ExpenseDeleteDuplicates"
+class ExpenseDeleteDuplicates(DedupeRows, _Expense):
     complexity = 1.2
     n_noise = 5
     template = (
         "Delete all but one of any expenses in pro expense that are exact duplicates, ensuring at least one "
         "instance of each unique expense remains."
     )
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        rows = distinct_expenses(rng, cls.n_noise + 1)
-        target = rows.pop()
-        return {"row_objects": [target, dict(target)], "noise_row_objects": rows}
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "expense_id") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Find two rows with the same name, amount and day in Expense Logs; delete the second."""
@@ -493,7 +465,6 @@ class ExpenseDeleteMultiple2(ExpenseDeleteMultiple):
     """Three named expenses among 50 others (AndroidWorld draws 53 expenses with distinct names: the first
     three are the targets, inserted after the 50 noise rows)."""
 
-    name = "ExpenseDeleteMultiple2"
     complexity = 3.4
     n_rows = 3
     n_noise = 50
@@ -509,7 +480,6 @@ class ExpenseDeleteDuplicates2(ExpenseDeleteDuplicates):
     """One duplicated expense among 40 others, three of which share its name with another amount and date
     (AndroidWorld's harder variant)."""
 
-    name = "ExpenseDeleteDuplicates2"
     complexity = 1.8
     n_noise = 40
 
@@ -541,7 +511,6 @@ class ExpenseAddMultipleFromMarkor(_ExpenseAdd):
     """my_expenses.txt (csv) lists the two targets, their notes marked reimbursable, among 100 others; the
     reference rows keep their unmarked notes (AndroidWorld's rule compares against them)."""
 
-    name = "ExpenseAddMultipleFromMarkor"
     app_names = (APP, "markor")
     complexity = 6
     n_rows = 2
@@ -586,18 +555,12 @@ class ExpenseAddMultipleFromGallery(FromImage, _ExpenseAdd):
     """expenses.jpg in DCIM draws the three targets as text blocks (values wrapped at 60 columns), beside
     old_expenses_0..9.jpg, each drawing the ten noise rows the app already holds; storage is cleared first."""
 
-    name = "ExpenseAddMultipleFromGallery"
     app_names = (APP, "simple gallery pro")
     complexity = 6
     n_rows = 3
     n_noise = 10
     template = f"Add the expenses from expenses.jpg in Simple Gallery Pro to {APP}."
     image_name = "expenses.jpg"
-    rows_as_text = staticmethod(rows_as_text)
-
-    @property
-    def goal(self) -> str:
-        return self.template
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)  # expenses.jpg, the oldest: the gallery shows it after the ten others

@@ -27,10 +27,11 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll_to_find,
 )
-from voyager_gym.backends.sim.tasks.markor import (
+from voyager_gym.backends.sim.tasks.common import (
     clear_storage,
     create_file,
     exists_under,
+    moved,
     noise_names,
 )
 
@@ -86,7 +87,6 @@ def files_expert(view: View, mem: dict[str, Any], folder: str, name: str, dest: 
 
 @register_task
 class FilesDeleteFile(SimTask):
-    name = "FilesDeleteFile"
     app_names = ("files",)
     complexity = 2.2
     template = ("Delete the file {file_name} from the Android filesystem located in the {subfolder} folder "
@@ -117,7 +117,6 @@ class FilesDeleteFile(SimTask):
 
 @register_task
 class FilesMoveFile(SimTask):
-    name = "FilesMoveFile"
     app_names = ("files",)
     complexity = 2.0
     template = ("Move the file {file_name} from {source_folder} within the sdk_gphone_x86_64 storage area to "
@@ -147,10 +146,7 @@ class FilesMoveFile(SimTask):
         dev.mkdir(f"{SDCARD}/{p['destination_folder']}")
 
     def is_successful(self, dev: DeviceState) -> float:
-        p = self.params
-        src = exists_under(dev, f"{SDCARD}/{p['source_folder']}", p["file_name"])
-        dst = exists_under(dev, f"{SDCARD}/{p['destination_folder']}", p["file_name"])
-        return 1.0 if dst and not src else 0.0
+        return 1.0 if moved(dev, SDCARD, self.params) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params

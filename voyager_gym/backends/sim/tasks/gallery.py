@@ -1,7 +1,7 @@
 """Simple Gallery Pro tasks: save a copy of a receipt image from DCIM in Download, and transcribe a receipt
-image into a Markor note (MarkorTranscribeReceipt, here beside the receipt it draws: this module imports
-tasks/markor.py). Also the images of text other apps' tasks put in DCIM (AndroidWorld's write_to_gallery) and
-the expert's way to view a medium.
+image into a Markor note (MarkorTranscribeReceipt, here beside the receipt it draws). The images of text
+other apps' tasks put in DCIM (AndroidWorld's write_to_gallery) and the expert's way to view a medium are in
+tasks/common.py.
 
 AndroidWorld draws a receipt (a company and slogan, transactions: date, item, price; one for the copy, 1-5 to
 transcribe) and renders it as an image, for the copy the 500x500 `receipt_image` param. SimDroid makes the
@@ -16,37 +16,35 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import random
-import textwrap
 from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 
 from voyager_gym.actions import Action
 from voyager_gym.androidworld_params import json_safe
 from voyager_gym.backends.sim.apps import gallery as app
-from voyager_gym.backends.sim.apps.simple_commons import INTERNAL, picture_content
+from voyager_gym.backends.sim.apps.simple_commons import picture_content
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
 from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
-    back,
     click,
     done,
-    open_app,
     register_task,
-    scroll,
 )
-from voyager_gym.backends.sim.tasks.markor import (
+from voyager_gym.backends.sim.tasks.common import (
+    DCIM,
     clear_storage,
     create_note_expert,
     created_file_ok,
     exists_under,
+    folder_picker_expert,
+    text_font,
+    view_medium,
 )
 
-DCIM = f"{SDCARD}/DCIM"
 DOWNLOAD = f"{SDCARD}/Download"
 
 # AndroidWorld's receipt vocabulary, in its order.
@@ -66,13 +64,8 @@ ITEMS = (
     ("Monitor Stand", (15, 60)),
 )
 FOOTER = "Thank you for your purchase!\nVisit us at: www.tech-gadgets.com"
-FONT_FILES = (
-    "arial.ttf",
-    "Arial Unicode.ttf",
-    "Roboto-Regular.ttf",
-    "DejaVuSans-Bold.ttf",
-    "LiberationSans-Regular.ttf",
-)  # AndroidWorld's font search order
+
+
 def receipt_size(n: int) -> tuple[int, int]:
     """AndroidWorld's receipt size for `n` transactions: 500 wide, max(250, 50 * (n + 4)) * 2 high."""
     return 500, max(250, 50 * (n + 4)) * 2
@@ -120,26 +113,16 @@ def draw_receipt(rng: random.Random, n: int = 1) -> Receipt:
     return Receipt(company, slogan, tuple(transactions))
 
 
-@functools.cache
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    for name in FONT_FILES:
-        try:
-            return ImageFont.truetype(name, size=float(size))
-        except OSError:
-            continue
-    return ImageFont.load_default(float(size))
-
-
 def _line_step(size: int) -> int:
     """Pillow's multiline spacing: the height of "A" plus 4 px."""
-    return int(ImageDraw.Draw(Image.new("L", (1, 1))).textbbox((0, 0), "A", font=_font(size))[3]) + 4
+    return int(ImageDraw.Draw(Image.new("L", (1, 1))).textbbox((0, 0), "A", font=text_font(size))[3]) + 4
 
 
 def receipt_image(r: Receipt) -> Image.Image:
     img = Image.new("RGB", r.size, color=(255, 255, 255))
     d = ImageDraw.Draw(img)
     for y, size, text in r.blocks():
-        d.text((10, y), text, fill=(0, 0, 0), font=_font(size))
+        d.text((10, y), text, fill=(0, 0, 0), font=text_font(size))
     return img
 
 
@@ -152,112 +135,8 @@ def receipt_picture(r: Receipt, fmt: str = "JPEG") -> str:
     return picture_content(fmt, r.size[0], r.size[1], runs)
 
 
-def text_picture(text: str, font_size: int = 24) -> str:
-    """AndroidWorld's text image (user_data_generation's _draw_text) as a picture file's content: each
-    non-empty line at x 10 below the last by its glyph box's bottom, an empty line half the font size; the
-    image 20 px wider than the widest line and 20 px taller than the lines."""
-    font = _font(font_size)
-    runs, y, width = [], 10, 0
-    for line in text.split("\n"):
-        box = font.getbbox(line)
-        width = max(width, int(box[2]))
-        if line.strip():
-            runs.append((y, font_size, line))
-            y += int(box[3])
-        else:
-            y += font_size // 2
-    return picture_content("JPEG", width + 20, y + 10, runs)
-
-
-def wrapped(value: str, width: int | None) -> str:
-    """A text block's value as AndroidWorld wraps it for an image: lines of at most `width` columns
-    (textwrap's wrap, joined by newlines); unchanged without a width."""
-    return value if width is None else "\n".join(textwrap.wrap(value, width))
-
-
-def write_to_gallery(dev: DeviceState, text: str, file_name: str, age_s: int = 0) -> None:
-    """AndroidWorld's write_to_gallery: `text` drawn into an image, saved as DCIM/`file_name`, `age_s` seconds
-    old (images written one after the other keep their order, newest last)."""
-    path = f"{DCIM}/{file_name}"
-    dev.write_file(path, text_picture(text))
-    dev.files[path].mtime_ms -= age_s * 1000
-
-
-# -- expert ------------------------------------------------------------------------------------------------
-def folder_picker_expert(view: View, dest: str) -> Action | None:
-    """In the commons folder picker: up to Internal, into `dest` (a folder of the storage root), OK. None
-    when no picker is showing."""
-    if not view.has(text="Select a folder", rid="android:id/alertTitle"):
-        return None
-    crumbs = view.find_all(rid_suffix=":id/breadcrumb_text")
-    current = view.el(crumbs[-1]).text if crumbs else None
-    if current == dest:
-        return click(view.find(text="OK", rid="android:id/button1"))
-    target = view.find(text=dest, rid_suffix=":id/list_item_name")
-    if current == INTERNAL and target is not None:
-        return click(target)
-    root = view.find(text=INTERNAL, rid_suffix=":id/breadcrumb_text")
-    return click(root) if root is not None else back()
-
-
-def view_medium(view: View, mem: dict[str, Any], name: str, folder: str = "DCIM") -> Action | None:
-    """Simple Gallery Pro -> `folder` -> its first thumbnail -> swipes through the viewer until its title is
-    `name`; None once the viewer shows it."""
-    if view.app != app.PKG:
-        return open_app("Simple Gallery Pro")
-    title = view.title or ""
-    image = view.find(rid=f"{app.PKG}:id/gestures_view")
-    if image is not None:  # the viewer
-        if title == name:
-            return None
-        seen = mem.setdefault("viewed", [])
-        if title in seen:  # every medium seen: the file is not here (should not happen)
-            return back()
-        seen.append(title)
-        return scroll("right", image)
-    if title == folder:
-        thumbs = view.find_all(rid=f"{app.PKG}:id/medium_thumbnail")
-        if thumbs:
-            return click(thumbs[0])
-    if view.has(desc="Done"):  # a selection is open
-        return click(view.find(desc="Done"))
-    tile = view.find(text=folder, rid=f"{app.PKG}:id/dir_name")
-    return click(tile) if tile is not None else back()
-
-
-
-class FromImage:
-    """For an add-many task (listed before its base class) whose rows AndroidWorld draws into a DCIM image as
-    text blocks wrapped at 60 columns, after clearing storage: the image `image_name` of `rows_as_text`. Its
-    expert views the image in the gallery, then takes the rows from the params that drew it, standing for
-    reading the image's pixels (the accessibility tree shows only the ImageView), and adds them as the base
-    task's expert does with `mem["rows"]`."""
-
-    image_name: str
-    params: dict[str, Any]
-
-    @staticmethod
-    def rows_as_text(rows: list[dict[str, Any]], fmt: str, wrap: int | None = None) -> str:
-        raise NotImplementedError
-
-    def initialize(self, dev: DeviceState) -> None:
-        super().initialize(dev)  # type: ignore[misc]
-        clear_storage(dev)
-        text = self.rows_as_text(self.params["row_objects"], "text_block", wrap=60)
-        write_to_gallery(dev, text, self.image_name)
-
-    def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        if "rows" not in mem:
-            step = view_medium(view, mem, self.image_name)
-            if step is not None:
-                return step
-            mem["rows"] = self.params["row_objects"]
-        return super().expert(view, mem)  # type: ignore[misc]
-
-
 @register_task
 class SaveCopyOfReceiptTaskEval(SimTask):
-    name = "SaveCopyOfReceiptTaskEval"
     app_names = ("simple gallery pro",)
     complexity = 1.6
     template = (
@@ -308,7 +187,6 @@ class MarkorTranscribeReceipt(SimTask):
     param, AndroidWorld's receipt text without its company lines), fuzzy-matched as AndroidWorld's CreateFile
     does. The image param (AndroidWorld pops it before params are recorded) is drawn again from the seed."""
 
-    name = "MarkorTranscribeReceipt"
     app_names = ("simple gallery pro", "markor")
     complexity = 1.8
     template = (

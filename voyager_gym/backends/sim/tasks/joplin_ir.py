@@ -18,7 +18,6 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer_once,
-    answer_score,
     back,
     click,
     done,
@@ -27,6 +26,10 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     scroll_to_find,
     type_into,
+)
+from voyager_gym.backends.sim.tasks.common import (
+    Question,
+    list_at_end,
 )
 
 DAY_MS = 86_400_000
@@ -158,19 +161,10 @@ def seed_notes(
         )
 
 
-class _NotesIR(SimTask):
-    """Shared verifier: the `answer` text against the seeded answer."""
+class _NotesIR(Question):
+    """A Joplin question: the `answer` text against the seeded answer."""
 
     app_names = ("joplin",)
-    complexity = 1.0
-
-    def expected(self) -> str:
-        raise NotImplementedError
-
-    match = "string"  # AndroidWorld's match type for the task's answer
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), self.match)
 
 
 def open_note(view: View, mem: dict[str, Any], title: str) -> Action | None:
@@ -227,14 +221,11 @@ class _NoteLookup(_NotesIR):
 
 @register_task
 class NotesIsTodo(_NotesIR):
-    name = "NotesIsTodo"
     template = (
         "Is the note titled '{title}' in the Joplin app marked as a todo item? Respond with either 'True' "
         "if it is a todo or 'False' if not."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, is_todo, body, folder
+    # the params (tasks/ir_vocab.py): title, is_todo, body, folder
 
     def initialize(self, dev: DeviceState) -> None:
         p = self.params
@@ -266,17 +257,14 @@ class NotesIsTodo(_NotesIR):
 
 @register_task
 class NotesMeetingAttendeeCount(_NoteLookup):
-    name = "NotesMeetingAttendeeCount"
     match = "number"
     folder = "Meeting Notes"
     template = (
         "How many attendees were present in the meeting titled '{title}' in the Joplin app? Express your "
         "answer as just a single number."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # title, attendee_count, and a body that holds "{attendee_count}" until the note is written
-        return ir_vocab.draw(cls.name, rng)
+    # the params (tasks/ir_vocab.py): title, attendee_count, and a body that holds "{attendee_count}" until
+    # the note is written
 
     def expected(self) -> str:
         return self.params["attendee_count"]
@@ -289,17 +277,14 @@ class NotesMeetingAttendeeCount(_NoteLookup):
 
 @register_task
 class NotesRecipeIngredientCount(_NoteLookup):
-    name = "NotesRecipeIngredientCount"
     folder = "Recipes"
     template = (
         "What quantity of {ingredient} do I need for the recipe '{title}' in the Joplin app? Express your "
         "answer in the format <amount> <unit> where both the amount and unit exactly match the format in "
         "the recipe."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # title, ingredient_quantity, ingredient, and a body holding "{ingredient_quantity} {ingredient}"
-        return ir_vocab.draw(cls.name, rng)
+    # the params (tasks/ir_vocab.py): title, ingredient_quantity, ingredient, and a body holding
+    # "{ingredient_quantity} {ingredient}"
 
     def expected(self) -> str:
         return self.params["ingredient_quantity"]
@@ -311,15 +296,12 @@ class NotesRecipeIngredientCount(_NoteLookup):
 
 @register_task
 class NotesTodoItemCount(_NotesIR):
-    name = "NotesTodoItemCount"
     match = "number"
     template = (
         "How many to-dos do I have in the '{folder}' folder in the Joplin app? Express your answer as just "
         "a single number."
     )
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # folder, title, body (the notes draw their own, see below)
+    # the params (tasks/ir_vocab.py): folder, title, body (the notes draw their own, see below)
 
     def initialize(self, dev: DeviceState) -> None:
         """Three to-dos in the folder, each a title then a body drawn without replacement (the `title` and
@@ -359,14 +341,3 @@ class NotesTodoItemCount(_NotesIR):
         return scroll("down", lst)
 
 
-def list_at_end(view: View, lst: int) -> bool:
-    """The list shows its last row: the space under the last text is the list's empty footer."""
-    box = view.el(lst).bbox_pixels
-    bottoms = [
-        e.bbox_pixels.y_max
-        for e in view.elements
-        if e.class_name.endswith("TextView")
-        and e.bbox_pixels.y_min >= box.y_min
-        and e.bbox_pixels.y_max <= box.y_max
-    ]
-    return bool(bottoms) and max(bottoms) < box.y_max - 100

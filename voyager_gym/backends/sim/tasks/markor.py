@@ -25,7 +25,6 @@ from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
-    aw_fuzzy_match,
     back,
     click,
     done,
@@ -36,9 +35,29 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.sms import SimpleSmsSend, compose_expert
-from voyager_gym.backends.sim.tasks.vlc import file_name as video_file_name
-from voyager_gym.backends.sim.tasks.vlc import watch_expert
+from voyager_gym.backends.sim.tasks.common import (
+    ITEM_RID,
+    at_markor_root,
+    clear_markor,
+    clear_sms,
+    clear_storage,
+    compose_expert,
+    create_file,
+    create_note_expert,
+    created_file_ok,
+    editor_text,
+    exists_under,
+    find_note,
+    markor_screen,
+    moved,
+    new_file_expert,
+    noise_names,
+    open_note,
+    sms_params,
+    sms_sent_score,
+    video_file_name,
+    watch_expert,
+)
 
 SENTENCES = vocab.SENTENCES
 # AndroidWorld's usual note titles (noise files vary them) and MarkorMoveNote's folders, in its order.
@@ -56,12 +75,8 @@ MARKOR_SUBFOLDERS = (
     "PersonalJournal", "RecipeCollections", "StudyGuides", "TravelItineraries", "WorkProjects",
 )
 NOTE_EXTS = (".md", ".txt")
-ITEM_RID = f"{MARKOR}:id/ui__filesystem_item__title"
-
-
 # -- generators (AndroidWorld's naming scheme and words, in its order of draws) --------------------------
 random_string = vocab.random_string
-modified_name = vocab.modified_file_name
 random_file_name = vocab.random_file_name
 
 
@@ -75,106 +90,10 @@ def random_note_name(rng: random.Random) -> str:
     return random_note(rng)[0]
 
 
-def noise_names(rng: random.Random, base: str, variants: tuple[str, ...], n: int = 20) -> list[str]:
-    """Between 1 and n distinct file names: mostly variants of `variants`, sometimes of `base`."""
-    count = rng.randint(1, n)
-    names: list[str] = []
-    while len(names) < count:
-        name = modified_name(rng, rng.choice(variants) if rng.random() <= 0.85 else base)
-        if "." not in name:
-            name += posixpath.splitext(rng.choice(variants))[1]
-        if name not in names and name != base:
-            names.append(name)
-    return names
-
-
-def clear_storage(dev: DeviceState) -> None:
-    """AndroidWorld's clear_device_storage: every regular file under the sdcard goes; folders stay."""
-    for f in [f for f in dev.files if f.startswith(SDCARD + "/")]:
-        del dev.files[f]
-
-
-def clear_markor(dev: DeviceState) -> None:
-    """Markor's task setup: empty Documents/Markor (files and sub-folders)."""
-    for f in [f for f in dev.files if f.startswith(MARKOR_DIR + "/")]:
-        del dev.files[f]
-    for d in [d for d in dev.dirs if d.startswith(MARKOR_DIR + "/")]:
-        dev.dirs.discard(d)
-    dev.mkdir(MARKOR_DIR)
-
-
-def exists_under(dev: DeviceState, base: str, name: str) -> bool:
-    """AndroidWorld's check_file_or_folder_exists: `base/name` is among the files and folders below `base`."""
-    return dev.exists(f"{base}/{name}")
-
-
-def create_file(dev: DeviceState, path: str, content: str, rng: random.Random | None = None) -> str:
-    """AndroidWorld's create_file: `echo` the content (random text if empty), so a newline ends it."""
-    if not content:
-        content = random_string(rng or random.Random(path), 20)
-    dev.write_file(path, content + "\n")
-    return content
-
-
-def created_file_ok(dev: DeviceState, name: str, text: str) -> bool:
-    """AndroidWorld's CreateFile check: `name` exists in Markor's folder and its content (CR removed,
-    stripped) fuzzy-matches `text` as given (not stripped)."""
-    if not exists_under(dev, MARKOR_DIR, name):
-        return False
-    content = (dev.read_file(f"{MARKOR_DIR}/{name}") or "").replace("\r", "").strip()
-    return aw_fuzzy_match(content, text)
-
-
 def top_level_files(dev: DeviceState, folder: str = MARKOR_DIR) -> list[tuple[str, int]]:
     """(name, change time) of the regular files directly in `folder`, oldest first."""
     return sorted(((posixpath.basename(f), e.mtime_ms) for f, e in dev.files.items()
                    if posixpath.dirname(f) == folder), key=lambda t: (t[1], t[0]))
-
-
-# -- expert helpers -----------------------------------------------------------------------------------------
-def markor_screen(view: View) -> str:
-    """Which Markor screen is showing: other | dialog:<title> | menu | editor | selection | list."""
-    if view.app != MARKOR:
-        return "other"
-    t = view.find(rid="android:id/alertTitle")
-    if t is not None:
-        return f"dialog:{view.el(t).text}"
-    if view.has(rid=f"{MARKOR}:id/title"):
-        return "menu"
-    if view.has(rid=f"{MARKOR}:id/{EDITOR_KEY}") or \
-            view.has(rid=f"{MARKOR}:id/document__fragment_view_webview"):
-        return "editor"
-    title = view.title or ""
-    if title.endswith(" selected"):
-        return "selection"
-    if view.has(rid=f"{MARKOR}:id/path"):
-        return "list"
-    return "unknown"
-
-
-def find_note(view: View, mem: dict[str, Any], name: str) -> Action | int:
-    """The index of the notebook row titled `name`, or a scroll that looks for it."""
-    return scroll_to_find(view, mem, f"find:{name}", text=name, rid=ITEM_RID)
-
-
-def at_markor_root(view: View) -> bool:
-    i = view.find(rid=f"{MARKOR}:id/path")
-    return i is not None and view.el(i).text == MARKOR_DIR[len(SDCARD):]
-
-
-def open_note(view: View, mem: dict[str, Any], name: str, press: bool = False) -> Action:
-    """From the notebook root: find `name` and tap (or long-press) it."""
-    if not at_markor_root(view):
-        return back()
-    found = find_note(view, mem, name)
-    if isinstance(found, int):
-        return long_press(found) if press else click(found)
-    return found
-
-
-def editor_text(view: View) -> str:
-    i = view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}")
-    return (view.el(i).text or "") if i is not None else ""
 
 
 class _Markor(SimTask):
@@ -192,7 +111,6 @@ class _Markor(SimTask):
 
 @register_task
 class MarkorCreateNote(_Markor):
-    name = "MarkorCreateNote"
     complexity = 1.6
     template = "Create a new note in Markor named {file_name} with the following text: {text}"
 
@@ -212,40 +130,10 @@ class MarkorCreateNote(_Markor):
         return create_note_expert(view, mem, self.params["file_name"], self.params["text"])
 
 
-def new_file_expert(view: View, file_name: str) -> Action:
-    """A new note named `file_name` is wanted: from the notebook root, FAB -> name -> OK (Markor adds the
-    extension field's text to a name without one)."""
-    s = markor_screen(view)
-    if s == "other":
-        return open_app("Markor")
-    if s == "dialog:Create a new file or folder":
-        f = view.find(hint="Name", editable=True)
-        if view.el(f).text != file_name:
-            return type_into(f, file_name)
-        return click(view.find(text="OK"))
-    if s == "list" and view.has(desc="Create a new file or folder") and at_markor_root(view):
-        return click(view.find(desc="Create a new file or folder"))
-    return back()
-
-
-def create_note_expert(view: View, mem: dict[str, Any], file_name: str, text: str) -> Action:
-    """FAB -> name -> OK -> type the text -> Save -> done."""
-    if markor_screen(view) != "editor" or view.title != file_name:
-        return new_file_expert(view, file_name)
-    if not mem.get("typed"):
-        mem["typed"] = True
-        return type_into(view.find(rid=f"{MARKOR}:id/{EDITOR_KEY}"), text)
-    if not mem.get("saved"):
-        mem["saved"] = True
-        return click(view.find(desc="Save"))
-    return done()
-
-
 @register_task
 class MarkorCreateNoteFromClipboard(_Markor):
     """The clipboard holds the text (AndroidWorld sets it through Clipper); the note must hold it too."""
 
-    name = "MarkorCreateNoteFromClipboard"
     app_names = ("markor", "clipper")
     complexity = 1.4
     template = ("Create a note in Markor named {file_name}. Perform a paste operation in the note and save "
@@ -284,7 +172,6 @@ class MarkorCreateNoteFromClipboard(_Markor):
 
 @register_task
 class MarkorCreateFolder(_Markor):
-    name = "MarkorCreateFolder"
     complexity = 1.0
     template = "Create a new folder in Markor named {folder_name}."
 
@@ -301,26 +188,17 @@ class MarkorCreateFolder(_Markor):
         return 1.0 if exists_under(dev, MARKOR_DIR, self.params["folder_name"]) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
-        name = self.params["folder_name"]
-        s = markor_screen(view)
+        """As for a new note, with the dialog's Folder button instead of OK."""
         if mem.get("created"):
             return done()
-        if s == "other":
-            return open_app("Markor")
-        if s == "dialog:Create a new file or folder":
-            f = view.find(hint="Name", editable=True)
-            if view.el(f).text != name:
-                return type_into(f, name)
-            mem["created"] = True
-            return click(view.find(text="Folder"))
-        if s == "list" and at_markor_root(view) and view.has(desc="Create a new file or folder"):
-            return click(view.find(desc="Create a new file or folder"))
-        return back()
+        a = new_file_expert(view, self.params["folder_name"], button="Folder")
+        in_dialog = markor_screen(view) == "dialog:Create a new file or folder"
+        mem["created"] = in_dialog and a.action_type == "click"  # the Folder button
+        return a
 
 
 @register_task
 class MarkorDeleteNote(_Markor):
-    name = "MarkorDeleteNote"
     complexity = 1.0
     template = "Delete the note in Markor named {file_name}."
 
@@ -369,7 +247,6 @@ def delete_expert(view: View, mem: dict[str, Any], name: str | None, select_all:
 
 @register_task
 class MarkorDeleteNewestNote(_Markor):
-    name = "MarkorDeleteNewestNote"
     complexity = 1.0
     template = "Delete the newest note in Markor."
 
@@ -411,7 +288,6 @@ class MarkorDeleteNewestNote(_Markor):
 
 @register_task
 class MarkorDeleteAllNotes(_Markor):
-    name = "MarkorDeleteAllNotes"
     complexity = 1.4
     template = "Delete all my notes in Markor."
 
@@ -429,7 +305,6 @@ class MarkorDeleteAllNotes(_Markor):
 
 @register_task
 class MarkorEditNote(_Markor):
-    name = "MarkorEditNote"
     complexity = 1.2
     templates = {
         "header": "Edit {file_name} in Markor. Add to the top of the note {header}",
@@ -538,7 +413,6 @@ def _other_name(rng: random.Random, a: str) -> str:
 
 @register_task
 class MarkorAddNoteHeader(_EditAndRename):
-    name = "MarkorAddNoteHeader"
     complexity = 1.2
     template = ('Update the Markor note {original_name} by adding the following text, along with a new blank '
                 'line before the existing content: "{header}", and rename it to {new_name}.')
@@ -569,7 +443,6 @@ class MarkorAddNoteHeader(_EditAndRename):
 
 @register_task
 class MarkorChangeNoteContent(_EditAndRename):
-    name = "MarkorChangeNoteContent"
     complexity = 1.2
     template = ('Update the content of {original_name} to "{updated_content}" in Markor and change its name '
                 'to {new_name}.')
@@ -598,7 +471,6 @@ class MarkorChangeNoteContent(_EditAndRename):
 
 @register_task
 class MarkorMoveNote(_Markor):
-    name = "MarkorMoveNote"
     complexity = 1.4
     template = "In Markor, move the note {file_name} from {source_folder} to {destination_folder}."
 
@@ -622,10 +494,7 @@ class MarkorMoveNote(_Markor):
         dev.mkdir(f"{MARKOR_DIR}/{self.params['destination_folder']}")
 
     def is_successful(self, dev: DeviceState) -> float:
-        p = self.params
-        src = exists_under(dev, f"{MARKOR_DIR}/{p['source_folder']}", p["file_name"])
-        dst = exists_under(dev, f"{MARKOR_DIR}/{p['destination_folder']}", p["file_name"])
-        return 1.0 if dst and not src else 0.0
+        return 1.0 if moved(dev, MARKOR_DIR, self.params) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params
@@ -657,28 +526,10 @@ class MarkorMoveNote(_Markor):
         return back()
 
 
-# -- other apps' tasks that read their data from a note (AndroidWorld's write_to_markor) -------------------
-def write_note(dev: DeviceState, name: str, text: str) -> None:
-    """AndroidWorld's write_to_markor after clearing Markor's folder: the text as is (no newline added)."""
-    clear_markor(dev)
-    dev.write_file(f"{MARKOR_DIR}/{name}", text)
-
-
-def read_note(view: View, mem: dict[str, Any], name: str) -> Action | str:
-    """Open note `name` from Markor's notebook root: the next action, or its text once the editor shows it."""
-    s = markor_screen(view)
-    if s == "other":
-        return open_app("Markor")
-    if s == "editor" and view.title == name:
-        return editor_text(view)
-    return open_note(view, mem, name) if s == "list" else back()
-
-
 @register_task
 class MarkorMergeNotes(_Markor):
     """Three notes (20 letters and digits each) merged, in order and a blank line apart, into a new note."""
 
-    name = "MarkorMergeNotes"
     complexity = 7.8
     template = ("Merge the contents of Markor notes {file1_name}, {file2_name} and {file3_name} (in the same "
                 "order) into a new Markor note named {new_file_name} and save it. Add a new line between the "
@@ -750,7 +601,6 @@ class MarkorCreateNoteAndSms(_Markor):
     """AndroidWorld's composite: MarkorCreateNote and SimpleSMSSendSms (the note's text to the number), each
     worth half the score."""
 
-    name = "MarkorCreateNoteAndSms"
     app_names = ("markor", "simple sms messenger")
     complexity = 1.8
     template = ("Create a new note in Markor named {file_name} with the following text: {text}. Share the "
@@ -761,20 +611,20 @@ class MarkorCreateNoteAndSms(_Markor):
         super().__init__(params)
         p = self.params
         self.markor_task = MarkorCreateNote({"file_name": p["file_name"], "text": p["text"]})
-        self.sms_task = SimpleSmsSend({"number": p["number"], "message": p["text"]})
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         note = MarkorCreateNote.generate_random_params(rng)
-        return {**note, "number": SimpleSmsSend.generate_random_params(rng)["number"]}
+        return {**note, "number": sms_params(rng)["number"]}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
         self.markor_task.initialize(dev)
-        self.sms_task.initialize(dev)
+        clear_sms(dev)
 
     def is_successful(self, dev: DeviceState) -> float:
-        return (self.markor_task.is_successful(dev) + self.sms_task.is_successful(dev)) / 2.0
+        sms = sms_sent_score(dev, self.params["number"], self.params["text"])
+        return (self.markor_task.is_successful(dev) + sms) / 2.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """The note as MarkorCreateNote's expert writes it, then the same text sent from Simple SMS."""
@@ -791,7 +641,6 @@ class MarkorCreateNoteAndSms(_Markor):
 class MarkorTranscribeVideo(_Markor):
     """A clip in Download shows 2-4 names, 8 s each, among 5-20 one-frame noise clips of 20-180 s."""
 
-    name = "MarkorTranscribeVideo"
     app_names = ("markor", "vlc")
     complexity = 2.0
     template = (

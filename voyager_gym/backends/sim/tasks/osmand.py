@@ -103,7 +103,6 @@ class _OsmAnd(SimTask):
 
 @register_task
 class OsmAndFavorite(_OsmAnd):
-    name = "OsmAndFavorite"
     complexity = 1.3
     template = "Add a favorite location marker for {location} in the OsmAnd maps app."
 
@@ -148,7 +147,6 @@ class OsmAndFavorite(_OsmAnd):
 
 @register_task
 class OsmAndMarker(_OsmAnd):
-    name = "OsmAndMarker"
     complexity = 2.0
     template = "Add a location marker for {location} in the OsmAnd maps app."
 
@@ -182,7 +180,6 @@ def track_matches(points: list[tuple[float, float]], targets: list[tuple[float, 
 
 @register_task
 class OsmAndTrack(SimTask):
-    name = "OsmAndTrack"
     app_names = ("osmand",)
     complexity = 12
 

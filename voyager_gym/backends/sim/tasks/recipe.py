@@ -5,7 +5,6 @@ other row intact."""
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -14,22 +13,26 @@ from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.recipe import PKG, TABLE, insert_recipe
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
-    addition_ok,
     back,
     click,
-    dedupe_ok,
     done,
     open_app,
     register_task,
-    removal_ok,
     scroll,
     scroll_to_find,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.gallery import FromImage, wrapped
-from voyager_gym.backends.sim.tasks.markor import read_note, write_note
+from voyager_gym.backends.sim.tasks.common import (
+    AddRows,
+    DedupeRows,
+    DeleteRows,
+    FromImage,
+    RowsTask,
+    read_note,
+    wrapped,
+    write_note,
+)
 
 APP = "broccoli app"
 # Recipe titles and directions (AndroidWorld's list, in its order).
@@ -410,48 +413,36 @@ def card_records(view: View) -> list[tuple[int, str, str]]:
     return out
 
 
-class _Recipe(SimTask):
+class _Recipe(RowsTask):
     app_names = (APP,)
-    insert_targets = True  # delete tasks start with their target rows; add tasks only with the noise
+    table = TABLE
+    id_key = "recipeId"
 
-    def initialize(self, dev: DeviceState) -> None:
+    @classmethod
+    def distinct_rows(cls, rng: random.Random, n: int) -> list[dict[str, Any]]:
+        # For the duplicates, a noise recipe may share the target's title (and even its description) while
+        # differing in another column.
+        return distinct_recipes(rng, n)
+
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
         dev.table(TABLE).clear()
-        targets = self.params.get("row_objects", []) if self.insert_targets else []
-        for r in self.params.get("noise_row_objects", []) + targets:
+        for r in rows:
             insert_recipe(dev, **r)
-        self.before = copy.deepcopy(dev.table(TABLE))
 
 
 @register_task
-class RecipeAddSingleRecipe(_Recipe):
-    name = "RecipeAddSingleRecipe"
-    insert_targets = False
+class RecipeAddSingleRecipe(AddRows, _Recipe):
+    compare = COMPARE
+    free_form = FREE_FORM
     complexity = 2.4
-    n_rows = 1
-    n_noise = 10
     template = "Add the following recipes into the Broccoli app:\n{rows_text}"
+    rows_as_text = staticmethod(rows_as_text)
 
     @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        targets = distinct_recipes(rng, cls.n_rows)
+    def noise_rows(cls, rng: random.Random, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # AndroidWorld keeps a noise recipe whose title differs from *any* target's (one target: from it).
-        noise = distinct_recipes(
-            rng, cls.n_noise, keep=lambda r: any(r["title"] != t["title"] for t in targets)
-        )
-        return {
-            "row_objects": targets,
-            "noise_row_objects": noise,
-            "text_representation_type": rng.choice(["csv", "text_block"]),
-        }
-
-    @property
-    def goal(self) -> str:
-        text = rows_as_text(self.params["row_objects"], self.params["text_representation_type"])
-        return f"Add the following recipes into the Broccoli app:\n{text}"
-
-    def is_successful(self, dev: DeviceState) -> float:
-        ok = addition_ok(self.before, dev.table(TABLE), self.params["row_objects"], COMPARE, FREE_FORM)
-        return 1.0 if ok else 0.0
+        return distinct_recipes(rng, cls.n_noise,
+                                keep=lambda r: any(r["title"] != t["title"] for t in targets))
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """FAB -> fill Title..Directions (scrolling the form) -> check icon -> done on the list. The rows are
@@ -481,7 +472,7 @@ class RecipeAddSingleRecipe(_Recipe):
         return click(view.find(desc="Save"))
 
 
-class _RecipeDelete(_Recipe):
+class _RecipeDelete(DeleteRows, _Recipe):
     n_rows = 3
     n_noise = 0
     use_search = False
@@ -498,10 +489,6 @@ class _RecipeDelete(_Recipe):
     def goal(self) -> str:
         titles = ", ".join(r["title"] for r in self.params["row_objects"])
         return f"Delete the following recipes from Broccoli app: {titles}."
-
-    def is_successful(self, dev: DeviceState) -> float:
-        ids = [r["recipeId"] for r in self.before[len(self.before) - self.n_rows :]]
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), ids, "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """For each title: find it in the list (scroll or search), open it, More options, Delete, Delete."""
@@ -530,21 +517,18 @@ class _RecipeDelete(_Recipe):
 
 @register_task
 class RecipeDeleteSingleRecipe(_RecipeDelete):
-    name = "RecipeDeleteSingleRecipe"
     complexity = 1
     n_rows = 1
 
 
 @register_task
 class RecipeDeleteMultipleRecipes(_RecipeDelete):
-    name = "RecipeDeleteMultipleRecipes"
     complexity = 2.4
     n_rows = 3
 
 
 @register_task
 class RecipeDeleteSingleWithRecipeWithNoise(_RecipeDelete):
-    name = "RecipeDeleteSingleWithRecipeWithNoise"
     complexity = 2
     n_rows = 1
     n_noise = 29
@@ -552,8 +536,7 @@ class RecipeDeleteSingleWithRecipeWithNoise(_RecipeDelete):
 
 
 @register_task
-class RecipeDeleteDuplicateRecipes(_Recipe):
-    name = "RecipeDeleteDuplicateRecipes"
+class RecipeDeleteDuplicateRecipes(DedupeRows, _Recipe):
     complexity = 1
     n_noise = 5
     template = (
@@ -561,20 +544,9 @@ class RecipeDeleteDuplicateRecipes(_Recipe):
         "one instance of each unique recipe remains"
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        # As in AndroidWorld: n + 1 distinct recipes, the last one duplicated. A noise recipe may share the
-        # target's title (and even its description) while differing in another column.
-        noise = distinct_recipes(rng, cls.n_noise + 1)
-        target = noise.pop()
-        return {"row_objects": [target, dict(target)], "noise_row_objects": noise}
-
     @property
     def goal(self) -> str:
         return self.template
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return 1.0 if dedupe_ok(self.before, dev.table(TABLE), "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """Open the cards showing the duplicated recipe's title and description one by one; delete the first
@@ -679,7 +651,6 @@ def last_card_of(view: View, mem: dict[str, Any], key: tuple[str, str], skip: in
 
 @register_task
 class RecipeDeleteMultipleRecipesWithNoise(_RecipeDelete):
-    name = "RecipeDeleteMultipleRecipesWithNoise"
     complexity = 3.4
     n_rows = 3
     n_noise = 29
@@ -692,7 +663,6 @@ class RecipeDeleteMultipleRecipesWithConstraint(_RecipeDelete):
     are drawn (none when no recipe can use it: then the start state already passes) after 29 recipes that
     do not."""
 
-    name = "RecipeDeleteMultipleRecipesWithConstraint"
     complexity = 4
     n_rows = 3
     n_noise = 29
@@ -716,11 +686,6 @@ class RecipeDeleteMultipleRecipesWithConstraint(_RecipeDelete):
 
     def solved_at_start(self) -> bool:
         return not self.params["row_objects"]
-
-    def is_successful(self, dev: DeviceState) -> float:
-        n = len(self.params["row_objects"])
-        ids = [r["recipeId"] for r in self.before[len(self.before) - n :]]
-        return 1.0 if removal_ok(self.before, dev.table(TABLE), ids, "recipeId") else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         """For each drawn target (its title and description, from the params): open the last card showing
@@ -811,7 +776,6 @@ class _RecipeDeleteNearDuplicates(RecipeDeleteDuplicateRecipes):
 
 @register_task
 class RecipeDeleteDuplicateRecipes2(_RecipeDeleteNearDuplicates):
-    name = "RecipeDeleteDuplicateRecipes2"
     complexity = 2.4
     n_noise = 10
 
@@ -825,7 +789,6 @@ class RecipeDeleteDuplicateRecipes2(_RecipeDeleteNearDuplicates):
 class RecipeDeleteDuplicateRecipes3(_RecipeDeleteNearDuplicates):
     """Also three 'Avocado Toast with Egg' recipes at the top of the list, so that the agent must scroll."""
 
-    name = "RecipeDeleteDuplicateRecipes3"
     complexity = 3.4
     n_noise = 30
     top = "Avocado Toast with Egg"
@@ -859,7 +822,6 @@ def parse_rows(text: str) -> list[dict[str, str]]:
 
 @register_task
 class RecipeAddMultipleRecipes(RecipeAddSingleRecipe):
-    name = "RecipeAddMultipleRecipes"
     complexity = 6
     n_rows = 3
 
@@ -868,7 +830,6 @@ class RecipeAddMultipleRecipes(RecipeAddSingleRecipe):
 class RecipeAddMultipleRecipesFromMarkor(RecipeAddMultipleRecipes):
     """The targets are written to recipes.txt in Markor (goal-text format) instead of the goal."""
 
-    name = "RecipeAddMultipleRecipesFromMarkor"
     app_names = (APP, "markor")
     template = "Add the recipes from recipes.txt in Markor to the Broccoli recipe app."
 
@@ -901,7 +862,6 @@ class RecipeAddMultipleRecipesFromMarkor(RecipeAddMultipleRecipes):
 class RecipeAddMultipleRecipesFromMarkor2(RecipeAddMultipleRecipesFromMarkor):
     """recipes.txt lists the targets among 40 recipes of other preparation times, shuffled."""
 
-    name = "RecipeAddMultipleRecipesFromMarkor2"
     n_noise = 40
     template = (
         "Add the recipes from recipes.txt in Markor that take {prep_time} to prepare into the Broccoli "
@@ -936,12 +896,6 @@ class RecipeAddMultipleRecipesFromImage(FromImage, RecipeAddMultipleRecipes):
     """recipes.jpg, alone in DCIM once storage is cleared, draws the three targets as text blocks (values
     wrapped at 60 columns, whatever format was drawn)."""
 
-    name = "RecipeAddMultipleRecipesFromImage"
     app_names = (APP, "simple gallery pro")
     template = "Add the recipes from recipes.jpg in Simple Gallery Pro to the Broccoli recipe app."
     image_name = "recipes.jpg"
-    rows_as_text = staticmethod(rows_as_text)
-
-    @property
-    def goal(self) -> str:
-        return self.template

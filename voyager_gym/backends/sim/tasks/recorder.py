@@ -114,7 +114,6 @@ class _Recorder(SimTask):
 
 @register_task
 class AudioRecorderRecordAudio(_Recorder):
-    name = "AudioRecorderRecordAudio"
     complexity = 1.2
     template = "Record an audio clip using Audio Recorder app and save it."
 
@@ -128,7 +127,6 @@ class AudioRecorderRecordAudio(_Recorder):
 
 @register_task
 class AudioRecorderRecordAudioWithFileName(_Recorder):
-    name = "AudioRecorderRecordAudioWithFileName"
     complexity = 2.0
     template = 'Record an audio clip and save it with name "{file_name}" using Audio Recorder app.'
 

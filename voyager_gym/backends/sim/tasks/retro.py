@@ -38,7 +38,9 @@ from voyager_gym.backends.sim.tasks.base import (
     scroll,
     type_into,
 )
-from voyager_gym.backends.sim.tasks.vlc import playlist_matches
+from voyager_gym.backends.sim.tasks.common import (
+    playlist_matches,
+)
 
 SONGS = (
     "My Heart is Yours",
@@ -279,7 +281,6 @@ def export_expert(view: View, mem: dict[str, Any], name: str) -> Action:
 # -- tasks --------------------------------------------------------------------------------------------------
 @register_task
 class RetroCreatePlaylist(SimTask):
-    name = "RetroCreatePlaylist"
     app_names = ("retro music",)
     complexity = 2.4
     template = (
@@ -318,7 +319,6 @@ class RetroCreatePlaylist(SimTask):
 
 @register_task
 class RetroPlayingQueue(RetroCreatePlaylist):
-    name = "RetroPlayingQueue"
     complexity = 3.2
     template = "Add the following songs, in order, {names} to my playing queue in Retro music."
 
@@ -339,7 +339,6 @@ class RetroPlayingQueue(RetroCreatePlaylist):
 
 @register_task
 class RetroSavePlaylist(RetroCreatePlaylist):
-    name = "RetroSavePlaylist"
     complexity = 5.0
     template = (
         'Create a playlist in Retro Music titled "{playlist_name}" with the following songs, in order: '
@@ -361,7 +360,6 @@ class RetroSavePlaylist(RetroCreatePlaylist):
 
 @register_task
 class RetroPlaylistDuration(RetroCreatePlaylist):
-    name = "RetroPlaylistDuration"
     complexity = 3.0
     template = (
         'Create a playlist in Retro Music titled "{playlist_name}" with a duration between 45 and 50 minutes '

@@ -27,80 +27,32 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll_to_find,
     sms_number,
-    type_into,
 )
-from voyager_gym.backends.sim.tasks.contacts import random_name, random_number
+from voyager_gym.backends.sim.tasks.common import (
+    clear_sms,
+    compose_expert,
+    fill_and_send,
+    in_thread,
+    random_name,
+    random_number,
+    sent_messages,
+    sms_params,
+    sms_sent_score,
+)
 
 PKG = app.PKG
-WINDOW_MS = 5 * 60 * 1000
-
 MESSAGES = vocab.SENTENCES  # AndroidWorld's message bodies
 ADDRESSES = vocab.ADDRESSES
 RESEND_ASK = "Sorry, there was a glitch, what was the last message you sent me?"
 
 
-# -- verifier helpers ------------------------------------------------------------------------------------
-def sent_messages(dev: DeviceState) -> list[dict[str, Any]]:
-    """The sent box, newest first (as `content query --uri content://sms/sent` lists it)."""
-    rows = [(i, m) for i, m in enumerate(dev.sms) if m.get("box") == "sent"]
-    return [m for _, m in sorted(rows, key=lambda t: (-t[1]["time_ms"], -t[0]))]
-
-
-def was_sent(dev: DeviceState, number: str, body: str, window_ms: int = WINDOW_MS) -> bool:
-    """A sent message to `number` whose body fuzzy-matches `body`, at most `window_ms` old. As AndroidWorld
-    compares them, the address has only '-' and ' ' removed and must then equal `number` as drawn."""
-    return any(
-        sms_number(m["address"]) == number
-        and aw_fuzzy_match(m["body"], body)
-        and dev.time_ms - m["time_ms"] <= window_ms
-        for m in sent_messages(dev)
-    )
-
-
 # -- expert helpers --------------------------------------------------------------------------------------
-def in_thread(view: View) -> bool:
-    return view.find(rid=f"{PKG}:id/thread_send_message") is not None
-
-
-def fill_and_send(view: View, mem: dict[str, Any], message: str) -> Action:
-    """In a thread: type `message` into the message box, then tap Send (remembered in mem['sent'])."""
-    field = view.find(rid=f"{PKG}:id/message")
-    if field is None:
-        return back()
-    if (view.el(field).text or "") != message:
-        return type_into(field, message)
-    mem["sent"] = True
-    return click(view.find(rid=f"{PKG}:id/thread_send_message"))
-
-
 def to_main(view: View) -> Action | None:
     """Open the app if needed; None when the conversation list is in front."""
     if view.app != PKG:
         return open_app("Simple SMS Messenger")
     if view.title == "Simple SMS Messenger":
         return None
-    return back()
-
-
-def compose_expert(view: View, mem: dict[str, Any], to: str, message: str, by_name: bool = False) -> Action:
-    """Start a conversation with `to` (a number, or a contact name when `by_name`) and send `message`."""
-    if mem.get("sent"):
-        return done()
-    if view.app != PKG:
-        return open_app("Simple SMS Messenger")
-    title = view.title or ""
-    if in_thread(view):
-        same = title == to if by_name else digits(title) == digits(to)
-        return fill_and_send(view, mem, message) if same else back()
-    if title == "Simple SMS Messenger":
-        return click(view.find(desc="Start a conversation"))
-    if title == "New conversation":
-        field = view.find(rid=f"{PKG}:id/recipient")
-        if by_name:
-            row = view.find(text=to, rid=f"{PKG}:id/item_contact_name")
-            if row is not None and (view.el(field).text or "") == to:
-                return click(row)
-        return type_into(field, to)
     return back()
 
 
@@ -119,16 +71,13 @@ class _SmsTask(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return {"number": random_number(rng), "message": rng.choice(MESSAGES)}
+        return sms_params(rng)
 
     def initialize(self, dev: DeviceState) -> None:
-        # AndroidWorld empties the SMS database (sms and threads tables) and adds no other contacts.
-        dev.sms.clear()
-        dev.contacts.clear()
+        clear_sms(dev)
 
     def is_successful(self, dev: DeviceState) -> float:
-        ok = was_sent(dev, self.params["number"], self.params["message"]) and dev.foreground == PKG
-        return 1.0 if ok else 0.0
+        return sms_sent_score(dev, self.params["number"], self.params["message"])
 
     def recent_texts(self, dev: DeviceState, texts: list[tuple[str, str]]) -> None:
         """Deliver (address, body) texts just now, in order, a few seconds apart, unread."""
@@ -140,7 +89,6 @@ class _SmsTask(SimTask):
 
 @register_task
 class SimpleSmsSend(_SmsTask):
-    name = "SimpleSmsSend"
     template = "Send a text message using Simple SMS Messenger to {number} with message: {message}"
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
@@ -149,7 +97,6 @@ class SimpleSmsSend(_SmsTask):
 
 @register_task
 class SimpleSmsReply(_SmsTask):
-    name = "SimpleSmsReply"
     template = "Reply to {number} with message: {message} in Simple SMS Messenger"
 
     def initialize(self, dev: DeviceState) -> None:
@@ -185,7 +132,6 @@ class SimpleSmsReply(_SmsTask):
 
 @register_task
 class SimpleSmsReplyMostRecent(_SmsTask):
-    name = "SimpleSmsReplyMostRecent"
     template = "Reply to the most recent text message using Simple SMS Messenger with message: {message}"
 
     def initialize(self, dev: DeviceState) -> None:
@@ -210,7 +156,6 @@ class SimpleSmsReplyMostRecent(_SmsTask):
 
 @register_task
 class SimpleSmsSendClipboardContent(_SmsTask):
-    name = "SimpleSmsSendClipboardContent"
     app_names = ("simple sms messenger", "clipper")
     template = "Send a message to {number} with the clipboard content in Simple SMS Messenger"
 
@@ -238,7 +183,6 @@ class SimpleSmsSendClipboardContent(_SmsTask):
 class SimpleSmsResend(_SmsTask):
     """Exactly one new sent message, equal (number digits, fuzzy body) to the one sent to {name} before."""
 
-    name = "SimpleSmsResend"
     template = "Resend the message I just sent to {name} in Simple SMS Messenger"
 
     @classmethod
@@ -293,7 +237,6 @@ class SimpleSmsResend(_SmsTask):
 class SimpleSmsSendReceivedAddress(_SmsTask):
     """Forward the address that {name2} texted to {name1} (both are contacts)."""
 
-    name = "SimpleSmsSendReceivedAddress"
     complexity = 1.8
     template = "Text the address of the event to {name1} that {name2} just sent me in Simple SMS Messenger"
 

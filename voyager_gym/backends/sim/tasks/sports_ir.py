@@ -20,14 +20,16 @@ from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
     answer,
-    answer_score,
     back,
     done,
     open_app,
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.joplin_ir import list_at_end
+from voyager_gym.backends.sim.tasks.common import (
+    Question,
+    list_at_end,
+)
 
 TODAY = START_TIME.date()
 WEEK_START = dt.date(2023, 10, 9)  # Monday of the device's week
@@ -133,9 +135,8 @@ def fill_activities(
     return out
 
 
-class _SportsIR(SimTask):
+class _SportsIR(Question):
     app_names = ("open tracks sports tracker",)
-    complexity = 1.0
 
     def excluded(self, t: dict[str, Any]) -> bool:
         """AndroidWorld's exclusion conditions: noise matching all of them would change the answer."""
@@ -188,16 +189,9 @@ class _SportsIR(SimTask):
         rng.shuffle(tracks)
         dev.table(TRACKS).extend(tracks)
 
-    def expected(self) -> str | list[str]:
-        raise NotImplementedError
-
     # AndroidWorld's match: NUMBER_MATCH, exact unless a tolerance is set (|answer - expected| < 10 m for
     # distances), or STRING_MATCH for activity types.
     match = "number"
-    tolerance: float | None = None
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), self.match, self.tolerance)
 
     # -- expert --------------------------------------------------------------------------------------------
     def done_reading(self, rows: list[dict[str, Any]]) -> bool:
@@ -305,11 +299,8 @@ class _ThisWeek(_SportsIR):
     noise of that category in it."""
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): the activities draw their own fields, see `sources`
     sources = DRAWN_SOURCES
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activities draw their own fields, see `sources`
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -325,7 +316,6 @@ class _ThisWeek(_SportsIR):
 
 @register_task
 class SportsTrackerActivitiesCountForWeek(_ThisWeek):
-    name = "SportsTrackerActivitiesCountForWeek"
     template = (
         "How many {category} activities did I do this week in the OpenTracks app? Assume the week starts "
         "from Monday. Express your answer as a single integer."
@@ -340,7 +330,6 @@ class SportsTrackerActivitiesCountForWeek(_ThisWeek):
 
 @register_task
 class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
-    name = "SportsTrackerTotalDurationForCategoryThisWeek"
     template = (
         "What was the total duration of {category} activities in the OpenTracks app this week? Assume the "
         "week starts from Monday. Express your answer in minutes as a single integer."
@@ -357,7 +346,6 @@ class SportsTrackerTotalDurationForCategoryThisWeek(_ThisWeek):
 
 @register_task
 class SportsTrackerLongestDistanceActivity(_SportsIR):
-    name = "SportsTrackerLongestDistanceActivity"
     template = (
         "What was the longest distance covered in a {category} activity in the OpenTracks app this week? "
         "Assume the week starts from Monday. Express your answer as a single number in meters rounded to "
@@ -365,11 +353,8 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
     )
     tolerance = 10.0
 
+    # the params (tasks/ir_vocab.py): the activity takes `distance`, draws the rest
     sources = {**DRAWN_SOURCES, "distance": "distance"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activity takes `distance`, draws the rest
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -398,19 +383,15 @@ class SportsTrackerLongestDistanceActivity(_SportsIR):
 
 @register_task
 class SportsTrackerActivityDuration(_SportsIR):
-    name = "SportsTrackerActivityDuration"
     template = (
         "How long was my {category} activity {date} in the OpenTracks app? Express your answer in minutes "
         "as a single integer."
     )
 
+    # the params (tasks/ir_vocab.py): the activity takes them all but its elevations
     sources = {**DRAWN_SOURCES, "name": "activity_name", "description": "activity_description",
                "start_date": "date", "start_time": "start_time", "duration": "duration",
                "distance": "distance"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # the activity takes them all but its elevations
 
     def excluded(self, t: dict[str, Any]) -> bool:
         d = dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date()
@@ -431,7 +412,6 @@ class SportsTrackerActivityDuration(_SportsIR):
 
 @register_task
 class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
-    name = "SportsTrackerTotalDistanceForCategoryOverInterval"
     complexity = 2.0
     template = (
         "What was the total distance covered for {category} activities in the OpenTracks app from "
@@ -441,11 +421,8 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
     tolerance = 10.0
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): both activities on `start_date`, the rest drawn
     sources = {**DRAWN_SOURCES, "start_date": "start_date"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # both activities on `start_date`, the rest drawn
 
     def _in(self, d: dt.date) -> bool:
         return self.dates["start_date"] <= d <= self.dates["end_date"]
@@ -469,7 +446,6 @@ class SportsTrackerTotalDistanceForCategoryOverInterval(_SportsIR):
 
 @register_task
 class SportsTrackerActivitiesOnDate(_SportsIR):
-    name = "SportsTrackerActivitiesOnDate"
     complexity = 2.0
     template = (
         "What activities did I do {date} in the OpenTracks app? Answer with the activity type only. If there "
@@ -477,11 +453,8 @@ class SportsTrackerActivitiesOnDate(_SportsIR):
     )
 
     n_activities = 2
+    # the params (tasks/ir_vocab.py): both activities on `date`, categories and the rest drawn
     sources = {**DRAWN_SOURCES, "category": "~category", "start_date": "date"}
-
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # both activities on `date`, categories and the rest drawn
 
     def excluded(self, t: dict[str, Any]) -> bool:
         return dt.datetime.fromtimestamp(t["starttime"] / 1000, tz=dt.UTC).date() == self.dates["date"]

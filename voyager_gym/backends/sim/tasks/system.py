@@ -139,58 +139,82 @@ class _Toggle(SimTask):
         return toggle_expert(view, mem, self.path, self.label, self.want) or done()
 
 
-def _toggle_task(name: str, key: str, want: bool, path, label: str, template: str, verify: bool) -> None:
-    cls = type(
-        name,
-        (_Toggle,),
-        {
-            "name": name,
-            "key": key,
-            "want": want,
-            "path": path,
-            "label": label,
-            "template": template,
-            "starts_solved": verify,
-            "complexity": 1.0,
-            "__doc__": template,
-        },
-    )
-    cls.__module__ = __name__
-    register_task(cls)
-    globals()[name] = cls
+class _BluetoothToggle(_Toggle):
+    key = "bluetooth_on"
+    path = BT_PATH
+    label = "Use Bluetooth"
+    template = "Turn bluetooth {on_or_off}."
 
 
-for _verify in (False, True):
-    _sfx = "Verify" if _verify else ""
-    _toggle_task(
-        f"SystemBluetoothTurnOn{_sfx}",
-        "bluetooth_on",
-        True,
-        BT_PATH,
-        "Use Bluetooth",
-        "Turn bluetooth {on_or_off}.",
-        _verify,
-    )
-    _toggle_task(
-        f"SystemBluetoothTurnOff{_sfx}",
-        "bluetooth_on",
-        False,
-        BT_PATH,
-        "Use Bluetooth",
-        "Turn bluetooth {on_or_off}.",
-        _verify,
-    )
-    _toggle_task(
-        f"SystemWifiTurnOn{_sfx}", "wifi_on", True, WIFI_PATH, "Wi‑Fi", "Turn wifi {on_or_off}.", _verify
-    )
-    _toggle_task(
-        f"SystemWifiTurnOff{_sfx}", "wifi_on", False, WIFI_PATH, "Wi‑Fi", "Turn wifi {on_or_off}.", _verify
-    )
+class _WifiToggle(_Toggle):
+    key = "wifi_on"
+    path = WIFI_PATH
+    label = "Wi‑Fi"
+    template = "Turn wifi {on_or_off}."
+
+
+@register_task
+class SystemBluetoothTurnOn(_BluetoothToggle):
+    """Bluetooth starts off; turn it on."""
+
+    want = True
+
+
+@register_task
+class SystemBluetoothTurnOff(_BluetoothToggle):
+    """Bluetooth starts on; turn it off."""
+
+    want = False
+
+
+@register_task
+class SystemWifiTurnOn(_WifiToggle):
+    """Wi-Fi starts off; turn it on."""
+
+    want = True
+
+
+@register_task
+class SystemWifiTurnOff(_WifiToggle):
+    """Wi-Fi starts on; turn it off."""
+
+    want = False
+
+
+@register_task
+class SystemBluetoothTurnOnVerify(SystemBluetoothTurnOn):
+    """Bluetooth is already on: the task starts solved."""
+
+    starts_solved = True
+
+
+@register_task
+class SystemBluetoothTurnOffVerify(SystemBluetoothTurnOff):
+    """Bluetooth is already off: the task starts solved."""
+
+    starts_solved = True
+
+
+@register_task
+class SystemWifiTurnOnVerify(SystemWifiTurnOn):
+    """Wi-Fi is already on: the task starts solved."""
+
+    starts_solved = True
+
+
+@register_task
+class SystemWifiTurnOffVerify(SystemWifiTurnOff):
+    """Wi-Fi is already off: the task starts solved."""
+
+    starts_solved = True
 
 
 class _Brightness(SimTask):
+    """Turn the brightness to an extreme (Verify variants start there)."""
+
     app_names = ("settings",)
     complexity = 1.0
+    template = "Turn brightness to the {max_or_min} value."
     target = 255
 
     @classmethod
@@ -220,30 +244,36 @@ class _Brightness(SimTask):
         return Action("click", x=x, y=(bb.y_min + bb.y_max) // 2)
 
 
-for _verify in (False, True):
-    _sfx = "Verify" if _verify else ""
-    for _n, _t, _tmpl in (
-        ("Max", 255, "Turn brightness to the {max_or_min} value."),
-        ("Min", 1, "Turn brightness to the {max_or_min} value."),
-    ):
-        _c = type(
-            f"SystemBrightness{_n}{_sfx}",
-            (_Brightness,),
-            {
-                "name": f"SystemBrightness{_n}{_sfx}",
-                "target": _t,
-                "template": _tmpl,
-                "starts_solved": _verify,
-            },
-        )
-        _c.__module__ = __name__
-        register_task(_c)
-        globals()[_c.__name__] = _c
+@register_task
+class SystemBrightnessMax(_Brightness):
+    """Brightness starts at its minimum; turn it to the maximum."""
+
+    target = 255
+
+
+@register_task
+class SystemBrightnessMin(_Brightness):
+    """Brightness starts at its maximum; turn it to the minimum."""
+
+    target = 1
+
+
+@register_task
+class SystemBrightnessMaxVerify(SystemBrightnessMax):
+    """Brightness is already at its maximum: the task starts solved."""
+
+    starts_solved = True
+
+
+@register_task
+class SystemBrightnessMinVerify(SystemBrightnessMin):
+    """Brightness is already at its minimum: the task starts solved."""
+
+    starts_solved = True
 
 
 @register_task
 class OpenAppTaskEval(SimTask):
-    name = "OpenAppTaskEval"
     app_names = ("camera", "clock", "contacts", "settings", "dialer")
     complexity = 1.0
     template = (
@@ -266,7 +296,6 @@ class OpenAppTaskEval(SimTask):
 
 @register_task
 class TurnOnWifiAndOpenApp(SimTask):
-    name = "TurnOnWifiAndOpenApp"
     app_names = ("settings",)
     complexity = 2.0
     template = "Turn on Wifi, then open the {app_name} app"
@@ -296,7 +325,6 @@ class TurnOnWifiAndOpenApp(SimTask):
 
 @register_task
 class TurnOffWifiAndTurnOnBluetooth(SimTask):
-    name = "TurnOffWifiAndTurnOnBluetooth"
     app_names = ("settings",)
     complexity = 2.0
     template = "Turn off WiFi, then enable bluetooth"
@@ -321,7 +349,6 @@ class TurnOffWifiAndTurnOnBluetooth(SimTask):
 
 @register_task
 class SystemCopyToClipboard(SimTask):
-    name = "SystemCopyToClipboard"
     app_names = ("clipper",)
     complexity = 1.0
     template = "Copy the following text to the clipboard: {clipboard_content}"

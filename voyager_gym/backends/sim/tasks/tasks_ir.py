@@ -14,19 +14,19 @@ from voyager_gym.backends.sim.apps.tasks_app import PKG, make_task, tasks
 from voyager_gym.backends.sim.device import START_TIME, DeviceState
 from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
-    SimTask,
     View,
     answer_once,
-    answer_score,
     back,
     click,
     done,
-    draw_noise,
     open_app,
     register_task,
     scroll,
 )
-from voyager_gym.backends.sim.tasks.calendar import parse_time
+from voyager_gym.backends.sim.tasks.common import (
+    SeededQuestion,
+    parse_time,
+)
 
 TODAY = START_TIME.date()
 UTC = dt.UTC
@@ -109,39 +109,25 @@ def parse_day_text(text: str) -> dt.date | None:
         return None
 
 
-class _TasksIR(SimTask):
+class _TasksIR(SeededQuestion):
     """A Tasks question: targets plus 20 noise tasks that do not fit it; the answer is the targets' titles."""
 
     app_names = ("tasks",)
-    complexity = 1.0
     n_noise = 20
 
-    def targets(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    def noise_row(self, rng: random.Random) -> dict[str, Any]:
+        return random_task(rng)
 
-    def excluded(self, spec: dict[str, Any]) -> bool:
-        raise NotImplementedError
-
-    def setup_params(self, rng: random.Random) -> None:
-        """AndroidWorld's setup draws before it rewords the goal's dates (from a generator seeded with the
-        instance seed): the targets' `_without_replacement` fields."""
+    def insert_rows(self, dev: DeviceState, rows: list[dict[str, Any]]) -> None:
+        tasks(dev).extend(
+            make_task(dev, s["title"], s["importance"], s["due"], s["hide"], s["completed"], s["notes"])
+            for s in rows
+        )
 
     def initialize(self, dev: DeviceState) -> None:
         if "date" in self.params:
             self.day = vocab.ir_date(self.params["date"])  # before the goal's wording replaces it
-        rng = random.Random(self.params.get("seed", 0))
-        self.setup_params(rng)
-        vocab.reword_dates(self.params, rng)
-        rng = self.rng("noise")
-        specs = self.targets() + draw_noise(rng, self.n_noise, random_task, lambda s: not self.excluded(s))
-        rng.shuffle(specs)
-        tasks(dev).extend(
-            make_task(dev, s["title"], s["importance"], s["due"], s["hide"], s["completed"], s["notes"])
-            for s in specs
-        )
-
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, [t["title"] for t in self.targets()])
+        super().initialize(dev)
 
     sort = "Due date"  # how the expert sorts the list before reading it
 
@@ -265,7 +251,6 @@ class _DueQuestion(_TasksIR):
 
 @register_task
 class TasksDueOnDate(_DueQuestion):
-    name = "TasksDueOnDate"
     template = (
         "What tasks do I have due {date} in Tasks app? Answer with the titles only. If there are multiples "
         "titles, format your answer in a comma separated list."
@@ -273,9 +258,6 @@ class TasksDueOnDate(_DueQuestion):
 
     hide_times = ("8:00", "10:00", "9:00")
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # date, importance, title, notes (the targets draw their own)
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) == self.last_day()
@@ -286,15 +268,11 @@ class TasksDueOnDate(_DueQuestion):
 
 @register_task
 class TasksIncompleteTasksOnDate(_DueQuestion):
-    name = "TasksIncompleteTasksOnDate"
     template = (
         "What incomplete tasks do I have still have to do by {date} in Tasks app? Answer with the titles "
         "only. If there are multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, importance, notes, date, time (targets draw their own)
 
     def excluded(self, spec: dict[str, Any]) -> bool:
         return due_date_of(spec) <= self.last_day() and not spec["completed"]
@@ -305,15 +283,11 @@ class TasksIncompleteTasksOnDate(_DueQuestion):
 
 @register_task
 class TasksHighPriorityTasks(_TasksIR):
-    name = "TasksHighPriorityTasks"
     template = (
         "What are my high priority tasks in Tasks app? Answer with the titles only. If there are multiples "
         "titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # task_title, notes, due_date, time, hide_until_date
 
     def setup_params(self, rng: random.Random) -> None:
         self.due = vocab.ir_date(self.params["due_date"])  # before the goal's wording replaces them
@@ -355,15 +329,11 @@ class TasksHighPriorityTasks(_TasksIR):
 
 @register_task
 class TasksCompletedTasksForDate(_TasksIR):
-    name = "TasksCompletedTasksForDate"
     template = (
         "Which tasks have I completed for {date} in Tasks app? Answer with the titles only. If there are "
         "multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, notes, date, completed_date, time (targets draw own)
 
     def setup_params(self, rng: random.Random) -> None:
         """Three tasks due on the date, completed on `completed_date`, hidden until 10, 9 and 11 October:
@@ -413,15 +383,11 @@ NEXT_WEEK = (dt.date(2023, 10, 16), dt.date(2023, 10, 22))  # Monday to Sunday a
 
 @register_task
 class TasksDueNextWeek(_TasksIR):
-    name = "TasksDueNextWeek"
     template = (
         "How many tasks do I have due next week in Tasks app? Assume the week starts from Monday. Express "
         "your answer as a single integer."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # title, notes, due_date (the targets draw their own)
 
     def setup_params(self, rng: random.Random) -> None:
         """Six tasks due next week with fixed hide-until moments: per task its title, due date and notes
@@ -449,11 +415,11 @@ class TasksDueNextWeek(_TasksIR):
     def excluded(self, spec: dict[str, Any]) -> bool:
         return NEXT_WEEK[0] <= due_date_of(spec) <= NEXT_WEEK[1]
 
+    match = "number"
+
     def expected(self) -> str:
         return str(len(self.rows))  # AndroidWorld's COUNT of the seeded tasks, a NUMBER_MATCH
 
-    def is_successful(self, dev: DeviceState) -> float:
-        return answer_score(dev, self.expected(), "number")
 
     def last_day(self) -> dt.date:
         return NEXT_WEEK[1]
@@ -465,15 +431,11 @@ class TasksDueNextWeek(_TasksIR):
 
 @register_task
 class TasksHighPriorityTasksDueOnDate(_TasksIR):
-    name = "TasksHighPriorityTasksDueOnDate"
     template = (
         "Which tasks with high priority are due {date} in the Tasks app? Answer with the title only. If "
         "there are multiples titles, format your answer in a comma separated list."
     )
 
-    @classmethod
-    def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return ir_vocab.draw(cls.name, rng)  # date, time, title: the one target task
 
     def targets(self) -> list[dict[str, Any]]:
         return [

@@ -13,7 +13,6 @@ from typing import Any
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.apps.vlc import PKG, PLAYLISTS, VIDEOS_DIR, stem
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
@@ -24,10 +23,13 @@ from voyager_gym.backends.sim.tasks.base import (
     long_press,
     open_app,
     register_task,
-    scroll,
-    scroll_to_find,
     type_into,
-    wait,
+)
+from voyager_gym.backends.sim.tasks.common import (
+    find_video,
+    playlist_matches,
+    video_file_name,
+    videos_tab,
 )
 
 THEMES = (
@@ -49,23 +51,12 @@ THEMES = (
     "Ultimate Fails",
 )
 QUALIFIERS = ("Essentials", "Favorites", "Marathon", "Playlist", "Series", "Specials", "Ultimate Collection")
-PREFIXES = ("clip", "footage", "scene", "recording", "highlight", "moment", "episode")
-SUFFIXES = ("", "HD", "4K", "raw", "export")
-
-
-def file_name(rng: random.Random) -> str:
-    """A video name as AndroidWorld draws it: prefix_num_suffix.mp4 (prefix, suffix, then the number), varied
-    with a date, a random tag or backup/copy/final/edited."""
-    prefix, suffix = rng.choice(PREFIXES), rng.choice(SUFFIXES)
-    return vocab.modified_file_name(rng, f"{prefix}_{rng.randint(1, 99)}_{suffix}.mp4")
-
-
 def _distinct_file(rng: random.Random, taken: set[str]) -> str:
     """`file_name`, redrawn in the rare case it repeats one already in the task (AndroidWorld would write the
     same file twice; SimDroid keeps every listed file distinct)."""
-    f = file_name(rng)
+    f = video_file_name(rng)
     while f in taken:
-        f = file_name(rng)
+        f = video_file_name(rng)
     taken.add(f)
     return f
 
@@ -82,14 +73,6 @@ def playlist_params(rng: random.Random, taken: set[str]) -> dict[str, Any]:
 def playlist_rows(dev: DeviceState) -> list[tuple[str, str, int]]:
     """(playlist name, media file name, position) rows, as AndroidWorld's join query returns them."""
     return [(p["name"], f, i) for p in dev.table(PLAYLISTS) for i, f in enumerate(p["media"])]
-
-
-def playlist_matches(rows: list[tuple[str, str, int]], name: str, files: list[str]) -> bool:
-    """AndroidWorld's verify_playlist over (playlist name, media name, position) rows (VLC, Retro)."""
-    rows = [r for r in rows if fuzzy_match(r[0], name)]
-    if len(rows) != len(files):
-        return False
-    return all(any(r[1] == f and r[2] == i for r in rows) for i, f in enumerate(files))
 
 
 def verify_playlist(dev: DeviceState, name: str, files: list[str]) -> bool:
@@ -135,58 +118,8 @@ def playlist_expert(view: View, mem: dict[str, Any], jobs: list[tuple[str, list[
     return videos_tab(view)
 
 
-def find_video(view: View, mem: dict[str, Any], target: str) -> Action | int:
-    """On the Videos list (sorted by title): the index of the row titled `target`, or a scroll towards it."""
-    hit = view.find(text=target, rid=f"{PKG}:id/ml_item_title")
-    if hit is not None:
-        mem.pop("find", None)
-        return hit
-    titles = [view.el(k).text or "" for k in view.find_all(rid=f"{PKG}:id/ml_item_title")]
-    if titles and target.lower() < titles[0].lower():
-        return scroll("up", view.scrollable())
-    if titles and target.lower() > titles[-1].lower():
-        return scroll("down", view.scrollable())
-    return scroll_to_find(view, mem, "find", text=target)
-
-
-def videos_tab(view: View) -> Action:
-    tab = view.find(desc="Video", rid=f"{PKG}:id/nav_video")
-    return click(tab) if tab is not None else back()
-
-
-def watch_expert(view: View, mem: dict[str, Any], video: str, n_frames: int) -> Action | None:
-    """Play `video` from the Videos list and watch until each of its `n_frames` frames has been on screen
-    (the time text tells which part of the clip shows; Replay if one was missed); None once all were."""
-    if view.app != PKG:
-        return open_app("VLC")
-    title = view.find(rid=f"{PKG}:id/player_overlay_title")
-    if title is not None:
-        if view.el(title).text != stem(video):
-            return back()
-        shown = view.el(view.find(rid=f"{PKG}:id/player_overlay_time")).text or "0:00 / 0:00"
-        pos, total = (
-            sum(int(x) * m for x, m in zip(t.split(":"), (60, 1), strict=True)) for t in shown.split(" / ")
-        )
-        seen = mem.setdefault("frames_seen", [])
-        if pos < total and pos * n_frames // total not in seen:
-            seen.append(pos * n_frames // total)
-        if len(seen) == n_frames:
-            return None
-        for label in ("Play", "Replay"):
-            if view.has(desc=label):
-                return click(view.find(desc=label))
-        return wait()
-    if view.has(desc="Add to playlist"):  # selection mode
-        return back()
-    if view.title == "Videos":
-        found = find_video(view, mem, stem(video))
-        return click(found) if isinstance(found, int) else found
-    return videos_tab(view)
-
-
 @register_task
 class VlcCreatePlaylist(SimTask):
-    name = "VlcCreatePlaylist"
     app_names = ("vlc",)
     complexity = 2.8
     template = (
@@ -217,7 +150,6 @@ class VlcCreatePlaylist(SimTask):
 
 @register_task
 class VlcCreateTwoPlaylists(SimTask):
-    name = "VlcCreateTwoPlaylists"
     app_names = ("vlc",)
     complexity = 4.8
     template = (

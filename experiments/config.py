@@ -31,18 +31,13 @@ from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
+from algos.registry import algorithm_names
 from algos.rft import RFTConfig
 from algos.vine import VineConfig
 
-# Trainable by train.py (compare.py adds sb3-ppo): name -> class; the config section of that name sets it
-ALGORITHMS = {
-    "rft": "algos.rft.RFT",
-    "grsd": "algos.grsd.GRSD",
-    "grpo": "algos.grpo.GRPO",
-    "ppo": "algos.ppo.PPO",
-    "gigpo": "algos.gigpo.GiGPO",
-    "vine": "algos.vine.Vine",
-}
+# Trainable by train.py: the registered algorithms (algos/registry.py), each set by the config section of its
+# name; compare.py also runs sb3-ppo, a separate baseline with its own training loop (algos/sb3_ppo.py)
+ALGORITHMS = tuple(algorithm_names())
 SB3 = "sb3-ppo"
 
 
@@ -197,7 +192,8 @@ class LoggedPart:
 
 @dataclasses.dataclass
 class AlgosPart:
-    """Every algorithm's section (each configures the algorithm of its name)."""
+    """Every algorithm's section (each configures the algorithm of its name): one per registered algorithm,
+    of its registered config class (tests/test_config.py checks they match algos/registry.py)."""
 
     rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)

@@ -223,7 +223,8 @@ def test_rollout_collect_runs_expert_and_random_policies_and_flags_errors():
     assert len(trajs) == 4 and all(t.success and not t.errored for t in trajs)
     assert all(s.screen_key and s.valid for t in trajs for s in t.steps)
 
-    groups = collect(RandomPolicy(seed=0), envs, instances[:1], RolloutConfig(group_size=2, seed=1))
+    policy = RandomPolicy(app_names(envs), seed=0)  # AndroidWorld's open_app vocabulary, from the envs
+    groups = collect(policy, envs, instances[:1], RolloutConfig(group_size=2, seed=1))
     assert all(len(t.steps) >= 1 and not t.errored for t in groups[0].trajectories)
 
     for sub in envs.envs:  # every device now fails on its second action

@@ -30,6 +30,7 @@ from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect
 from algos.run import Run
 from voyager_gym.actions import Action
+from voyager_gym.env import app_names
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
@@ -323,7 +324,7 @@ def bc_small_policy(tasks: list[str], envs) -> Policy:
 
     demos = collect(ExpertPolicy(), envs, TrainGenerator(tasks, seed=10_000).take(4 * len(tasks)),
                     RolloutConfig(group_size=1, greedy=True, thumb_width=0, seed=0))
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     pol.fit_sft(success_samples(demos), epochs=14, lr=1e-3, seed=0)
     return pol
 

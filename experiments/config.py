@@ -397,7 +397,7 @@ def _type_name(t: Any) -> str:
 def parse(argv: Sequence[str], schema: type = TrainConfig, prog: str | None = None) -> Any:
     """The config of entry point `prog` (default: the schema's) from `argv`: `--help` prints the keys and
     exits; preset overrides first, then the user's; every error is a SystemExit naming the key and value."""
-    prog = prog or next((p for p, s in SCHEMAS.items() if s is schema), "voyager-gym")
+    prog = prog or next((p for p, s in SCHEMAS.items() if s is schema), "voyager-train")
     argv = list(argv)
     if any(a in ("-h", "--help", "help") for a in argv):
         print(help_text(prog, schema))
@@ -492,7 +492,8 @@ def _doc_of(schema: type, dotted: str) -> str:
 def help_text(prog: str, schema: type) -> str:
     """Every key of `schema` with its type, default and meaning, then the presets and what they set."""
     defaults = OmegaConf.to_container(OmegaConf.structured(schema))
-    lines = [f"usage: voyager-gym {prog} [key=value ...]  (or: python experiments/{prog}.py [key=value ...])",
+    lines = [f"usage: voyager-train {prog} [key=value ...]  (or: python experiments/{prog}.py "
+             "[key=value ...])",
              "", inspect.cleandoc(schema.__doc__ or ""), "",
              "Lists take [a,b] or a,b; maps k=v,k2=v2; `policy=hf` is policy.name=hf. Keys:"]
     rows = []

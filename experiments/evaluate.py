@@ -2,7 +2,7 @@
 
     python experiments/evaluate.py policy.path=runs/rft-s0 [seeds=3] [eval_n_per_task=4]   # a run's latest
     python experiments/evaluate.py policy=expert                                            # the ceiling
-    voyager-gym evaluate --help     # every key, its type, default and meaning
+    voyager-train evaluate --help   # every key, its type, default and meaning
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The composed configuration: one meaning per key, real lists and maps, errors that name the key, `--help` on
-every entry point generated from the config classes, and the installed `voyager-gym` commands."""
+every entry point generated from the config classes, and the installed `voyager-train` commands."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments import cli
 from experiments import config as C
-from voyager_gym import cli
+from voyager_gym import cli as env_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,6 +128,13 @@ def test_cli_lists_and_dispatches_the_experiment_commands(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["compare", "--help"])
     assert e.value.code == 0 and "sb3_budget" in capsys.readouterr().out
+
+
+def test_the_env_command_points_to_the_training_command(capsys):
+    """`voyager-gym` has no training commands (it never imports the training code): it names their home."""
+    for name in ("train", "compare", "forks"):
+        assert env_cli.main([name, "algo=rft"]) == 2
+        assert f"`voyager-train {name}`" in capsys.readouterr().err
 
 
 def test_every_registered_algorithm_has_its_config_section():

@@ -55,7 +55,8 @@ class Policy(abc.ABC):
 
     @property
     def uses_pixels(self) -> bool:
-        """Whether the policy reads screenshots (training data for it must keep them)."""
+        """Whether the policy reads screenshots (training data for it must keep them). What an algorithm
+        needs on its own (GRSD compares screens) is `Algorithm.needs_pixels` (algos/loop.py)."""
         return False
 
     def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook

@@ -32,7 +32,7 @@ from algos.pg import (
     clipped_policy_loss,
     frozen_copy,
     k3_kl,
-    load_saved_policy,
+    load_frozen,
     mean,
     minibatches,
     optimizer_step,
@@ -127,12 +127,12 @@ class GRPO(Algorithm):
         steps, metrics = self.advantages(groups)
         if cfg.beta > 0 and self.reference is None:
             if self._reference_path is not None:  # resumed: the reference saved with the checkpoint
-                self.reference = load_saved_policy(self._reference_path, getattr(policy, "device", "cpu"))
+                self.reference = load_frozen(self._reference_path, policy.device)
             else:
                 self.reference = frozen_copy(policy)  # the policy before its first GRPO update
         if not steps:
             return metrics
-        device = getattr(policy, "device", "cpu")
+        device = policy.device
         inputs = [s.policy_input() for s, _ in steps]
         responses = [s.response for s, _ in steps]
         old_lp = as_tensor([s.logprob for s, _ in steps], device)

@@ -17,6 +17,7 @@ from typing import Any
 from algos.buffer import Group
 from algos.evaluation import evaluate
 from algos.policies.base import Policy
+from algos.policies.registry import load_policy
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import Run, seed_everything
 from algos.timing import PHASES
@@ -110,7 +111,7 @@ def train_loop(
     last = run.latest()
     if last is not None:
         path, st = last
-        policy = type(policy).load(path / "policy")
+        policy = load_policy(path / "policy")
         algo.load_state(path)
         start, env_steps, wall0 = st["iteration"] + 1, st["env_steps"], st["wall_s"]
         run.truncate_metrics(lambda r: r.get("iteration", -1) <= st["iteration"])

@@ -20,6 +20,7 @@ import torch
 
 from algos.buffer import Trajectory
 from algos.policies.base import Policy
+from algos.policies.registry import load_policy
 from algos.prompt import PolicyInput
 
 
@@ -155,20 +156,12 @@ def frozen_copy(policy: Policy) -> Policy:
     gradients off: the KL reference."""
     with tempfile.TemporaryDirectory() as tmp:
         policy.save(Path(tmp) / "ref")
-        ref = type(policy).load(Path(tmp) / "ref", device=str(getattr(policy, "device", "cpu")))
-    for p in ref.trainable_parameters():
-        p.requires_grad_(False)
-    return ref
+        return load_frozen(Path(tmp) / "ref", policy.device)
 
 
-def load_saved_policy(path: Path, device: Any = "cpu") -> Policy:
-    """Load a policy folder written by `SmallPolicy.save` or `HFPolicy.save` (whichever it is) onto `device`,
-    with gradients off."""
-    from algos.policies.hf import SETTINGS_FILE, HFPolicy
-    from algos.policies.small import SmallPolicy
-
-    cls = HFPolicy if (path / SETTINGS_FILE).exists() else SmallPolicy
-    ref = cls.load(path, device=str(device))
+def load_frozen(path: Path, device: Any = "cpu") -> Policy:
+    """The policy saved in folder `path` (whichever kind it is) on `device`, with gradients off."""
+    ref = load_policy(path, device=str(device))
     for p in ref.trainable_parameters():
         p.requires_grad_(False)
     return ref

@@ -129,7 +129,7 @@ class PPO(Algorithm):
         cfg = self.cfg
         if not policy.has_value:
             raise ValueError(f"PPO needs a policy with a value head; {type(policy).__name__} has none")
-        device = getattr(policy, "device", "cpu")
+        device = policy.device
         all_steps = [s for g in groups for t in g.trajectories if not t.errored for s in t.steps]
         if not all_steps:
             return {"train/pg_steps": 0}

@@ -212,7 +212,7 @@ class Vine(Algorithm):
                         "charts/adv_abs": float(np.abs(adv_np).mean()),
                         "vine/value_mean": mean(estimated), "vine/value_mean_filled": float(v_np.mean()),
                         "vine/adv_mean": float(adv_np.mean()), "vine/adv_std": float(adv_np.std())})
-        device = getattr(policy, "device", "cpu")
+        device = policy.device
         inputs = [s.policy_input() for s in steps]
         responses = [s.response for s in steps]
         old_lp = as_tensor([s.logprob for s in steps], device)

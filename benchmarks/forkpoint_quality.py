@@ -82,13 +82,12 @@ def _detour(rng: np.random.Generator, elements: list, apps: list[str]) -> Action
 
 def record(task: str, params: dict[str, Any], spec: Rollout, max_steps: int) -> list[Action]:
     """The actions of one rollout, played without pixels (fast); replaying them reproduces the episode."""
-    from voyager_gym.backends.sim.phone import launcher_app_names
-    from voyager_gym.env import VoyagerEnv
+    from voyager_gym.env import VoyagerEnv, app_names
 
     env = VoyagerEnv(observation_mode="elements", noise="none", max_steps=max_steps)
     obs, _ = env.reset(seed=spec.seed, options={"task": task, "params": params})
     rng = np.random.default_rng(spec.seed + 1)
-    apps = launcher_app_names()
+    apps = list(app_names(env))
     actions: list[Action] = []
     while True:
         els = list(obs["ui_elements"])

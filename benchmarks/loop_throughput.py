@@ -43,24 +43,26 @@ ROLLOUT_PHASES = ("env", "render", "featurise", "policy", "buffer")
 def base_policy(tasks: list[str], cache: Path, demos: int, epochs: int) -> Any:
     """A SmallPolicy behaviour-cloned on `demos` expert episodes per task (as experiments' base policy),
     trained once and cached."""
+    from algos.policies.registry import load_policy
     from algos.policies.simple import ExpertPolicy
     from algos.policies.small import SmallPolicy
     from algos.rft import success_samples
     from algos.rollout import RolloutConfig, collect
     from experiments.common import BASE_VERSION
+    from voyager_gym.env import app_names
     from voyager_gym.suites import TrainGenerator
     from voyager_gym.vector import make_vec
 
     path = cache / f"base-v{BASE_VERSION}-{len(tasks)}t-{demos}d-{epochs}e"
     if (path / "model.safetensors").exists():
-        return SmallPolicy.load(path)
+        return load_policy(path)
     envs = make_vec(16, "sync", observation_mode="elements")
     try:
         groups = collect(ExpertPolicy(), envs, TrainGenerator(tasks, seed=10_000).take(demos * len(tasks)),
                          RolloutConfig(group_size=1, greedy=True, thumb_width=0))
+        pol = SmallPolicy(app_names(envs), seed=0)
     finally:
         envs.close()
-    pol = SmallPolicy(seed=0)
     pol.fit_sft(success_samples(groups), epochs=epochs, lr=1e-3)
     pol.save(path)
     return pol

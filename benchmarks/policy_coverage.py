@@ -19,7 +19,7 @@ from collections import Counter
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--policy", default="small", help="policy name (algos.policies.base.make_policy)")
+    p.add_argument("--policy", default="small", help="policy name (algos.policies.registry.make_policy)")
     p.add_argument("--seeds", type=int, default=20, help="training instances per task")
     p.add_argument("--tasks", default="", help="comma-separated task names (default: every task)")
     p.add_argument("--json", default="", help="write the per-task figures to this file")
@@ -27,11 +27,13 @@ def main(argv: list[str] | None = None) -> dict:
                    help="policy small: elements of earlier screens it reads (SmallPolicy(memory=...))")
     args = p.parse_args(argv)
 
-    from algos.policies.base import make_policy
     from algos.policies.coverage import task_coverage
+    from algos.policies.registry import make_policy
     from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym.env import app_names
 
-    policy = make_policy(args.policy, **({"memory": args.memory} if args.memory else {}))
+    policy = make_policy(args.policy, app_names=app_names("simdroid"),
+                         **({"memory": args.memory} if args.memory else {}))
     tasks = [t for t in args.tasks.split(",") if t] or sorted(TASKS)
     t0 = time.perf_counter()
     rows = [task_coverage(policy, t, seeds=args.seeds) for t in tasks]

@@ -42,14 +42,14 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from algos.policies.small import SmallPolicy
+    from algos.policies.registry import load_policy
     from algos.prompt import PolicyInput, SeenElements
     from voyager_gym.actions import try_parse_action
     from voyager_gym.backends.sim.tasks import TASKS
     from voyager_gym.env import VoyagerEnv
     from voyager_gym.suites import eval_suite
 
-    policy = SmallPolicy.load(args.policy)
+    policy = load_policy(args.policy, kind="small")
     tasks = args.tasks.split(",") if args.tasks else sorted(TASKS)
     env = VoyagerEnv(observation_mode="elements", noise="default")
     episodes: dict[str, list[tuple[float, tuple | None]]] = collections.defaultdict(list)

@@ -79,18 +79,19 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
+    from voyager_gym.env import app_names
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
     n_el = sum(len(x.elements) for x in xs) / len(xs)
     print(f"{len(samples)} expert steps from {len(args.tasks.split(','))} tasks x {args.seeds} seeds "
           f"(mean {n_el:.1f} elements per screen)")
-    cold_pol = SmallPolicy(seed=0, memory=args.memory)
+    cold_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
     t0 = time.perf_counter()
     cold_pol.featurize(xs)
     feat_cold = len(xs) / (time.perf_counter() - t0)  # first sight of every goal, element and action text
 
-    pol = SmallPolicy(seed=0, memory=args.memory)
+    pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
     n_params = sum(p.numel() for p in pol.model.parameters())
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
@@ -108,14 +109,14 @@ def main() -> None:
     feat_fresh = len(xs) / best_time(lambda: pol.featurize(ys), 1)
     feat_same = len(xs) / best_time(lambda: pol.featurize(xs), args.reps)  # the same objects again (epochs)
 
-    fit_pol = SmallPolicy(seed=0, memory=args.memory)
+    fit_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
     fit_pol.fit_sft(samples, epochs=1, seed=0)  # warm-up: optimizer state, first-call allocations
     losses = []
     t_fit = best_time(lambda: losses.append(fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)["loss"]),
                       args.reps)
     sft_rate = len(samples) * args.epochs / t_fit
 
-    ref_pol = SmallPolicy(seed=0, memory=args.memory)
+    ref_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
     opt = torch.optim.Adam(ref_pol.model.parameters(), lr=1e-3)
     ref = samples[: args.loop_samples]
 

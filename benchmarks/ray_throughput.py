@@ -37,10 +37,12 @@ def env_kwargs(scale: float) -> dict[str, Any]:
     return {"observation_mode": "full", "render_scale": scale, "noise": "default"}
 
 
-def make_policy(name: str) -> Any:
-    from algos.policies.simple import ExpertPolicy, RandomPolicy
+def make_policy(name: str, envs: Any) -> Any:
+    """The expert, or a random policy over the envs' open_app vocabulary."""
+    from algos.policies.registry import make_policy as make
+    from voyager_gym.env import app_names
 
-    return ExpertPolicy() if name == "expert" else RandomPolicy(seed=0)
+    return make(name, app_names=app_names(envs), **({} if name == "expert" else {"seed": 0}))
 
 
 def signature(groups: list) -> list:
@@ -60,9 +62,9 @@ def run(kind: str, workers: int, scale: float, policy: str, insts: list, group_s
     envs = make_vec(workers, "async" if kind == "async" else "ray", **env_kwargs(scale))
     startup = time.perf_counter() - t0
     try:
-        collect(make_policy(policy), envs, insts[:1], RolloutConfig(group_size=workers, seed=99))
+        collect(make_policy(policy, envs), envs, insts[:1], RolloutConfig(group_size=workers, seed=99))
         t0 = time.perf_counter()
-        groups = collect(make_policy(policy), envs, insts, RolloutConfig(group_size=group_size, seed=0))
+        groups = collect(make_policy(policy, envs), envs, insts, RolloutConfig(group_size=group_size, seed=0))
         wall = time.perf_counter() - t0
     finally:
         envs.close()

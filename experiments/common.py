@@ -8,12 +8,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from algos import registry
 from algos.policies.base import Policy
+from algos.policies.registry import load_policy, make_policy
 from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import seed_everything
-from experiments.config import ALGORITHMS
+from voyager_gym.backends.base import unknown_task_error
+from voyager_gym.env import app_names, task_names
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
@@ -21,20 +24,18 @@ BASE_VERSION = 11  # bump when the base-policy recipe or the policy changes, so 
 
 
 def resolve_tasks(spec: list[str], backend: str = "simdroid") -> list[str]:
-    """Task names: `[all]` (SimDroid's tasks) or a list of names, checked against SimDroid's registry (on the
-    real AndroidWorld the env checks them against its own registry at reset). An unknown name is a SystemExit
-    that suggests the closest task."""
-    from voyager_gym.backends.sim.backend import unknown_task_error
-    from voyager_gym.backends.sim.tasks import TASKS
-
+    """Task names: `[all]` (every task, `voyager_gym.env.task_names`) or a list of names, checked against them
+    (on the real AndroidWorld the env checks them against its own registry at reset). An unknown name is a
+    SystemExit that suggests the closest task."""
+    known = task_names()
     names = [t.strip() for t in spec if t.strip()]
     if names in ([], ["all"]):
-        return sorted(TASKS)
+        return known
     if backend == "androidworld":
         return names
     for t in names:
-        if t not in TASKS:
-            raise SystemExit(f"tasks: {unknown_task_error(t, list(TASKS)).args[0]}")
+        if t not in known:
+            raise SystemExit(f"tasks: {unknown_task_error(t, known).args[0]}")
     return names
 
 
@@ -112,13 +113,12 @@ def suite_backend(cfg: Any) -> Any:
     return ANDROIDWORLD if source == "androidworld" else None
 
 
-def new_policy(cfg: Any) -> Policy:
-    """A fresh trainable policy as `policy.*` configures it (small, or hf from `policy.hf_model`)."""
+def new_policy(cfg: Any, envs: Any) -> Policy:
+    """A fresh trainable policy as `policy.*` configures it (small, or hf from `policy.hf_model`), for the
+    action vocabulary of `envs` (their `metadata["app_names"]`)."""
     p = cfg.policy
     if p.name == "small":
-        from algos.policies.small import SmallPolicy
-
-        return SmallPolicy(seed=cfg.seed, memory=p.memory)
+        return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory)
     if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
@@ -154,9 +154,10 @@ def saved_policy_dir(path: str | Path) -> Path:
 
 def load_saved_policy(cfg: Any) -> Policy:
     """The policy saved at `policy.path` (a policy or run folder), of kind `policy.name`."""
-    from algos.policies.base import load_policy
-
-    return load_policy(cfg.policy.name, saved_policy_dir(cfg.policy.path))
+    try:
+        return load_policy(saved_policy_dir(cfg.policy.path), kind=cfg.policy.name)
+    except ValueError as e:
+        raise SystemExit(f"policy.path={cfg.policy.path!r}: {e}") from None
 
 
 def demonstrations(cfg: Any, tasks: list[str], envs: Any) -> list:
@@ -209,12 +210,12 @@ def base_path(cfg: Any, tasks: list[str]) -> Path:
 def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
     """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed)."""
     path = base_path(cfg, tasks)
-    policy = new_policy(cfg)
     if cfg.env.backend == "androidworld":  # no experts on real phones: the loaded model is the base
         print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
-        return policy
+        return new_policy(cfg, envs)
     if (path / "done").exists():
-        return type(policy).load(path / "policy")
+        return load_policy(path / "policy", kind=cfg.policy.name)
+    policy = new_policy(cfg, envs)
     seed_everything(cfg.base.seed)
     samples = demonstrations(cfg, tasks, envs)
     policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
@@ -234,17 +235,11 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
 # -- algorithms -------------------------------------------------------------------------------------------
 def make_algorithm(cfg: Any, name: str | None = None) -> Any:
     """The `Algorithm` for `name` (default cfg.algo), configured by the config section of the same name."""
-    import importlib
-
     name = name or cfg.algo
-    if name not in ALGORITHMS:
-        raise SystemExit(f"unknown algo {name!r}; expected one of {', '.join(ALGORITHMS)}")
-    module, cls = ALGORITHMS[name].rsplit(".", 1)
     try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        raise SystemExit(f"algo {name!r} is not available in this checkout ({e})") from None
-    return getattr(mod, cls)(getattr(cfg, name))
+        return registry.make_algorithm(name, getattr(cfg, name, None))
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def rft_key(cfg: Any, tasks: list[str]) -> str:
@@ -277,4 +272,4 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
     # read-only from here: the parallel pairs of a comparison read the cached checkpoint at once, unlocked
     ckpt = checkpoint_dir(path)
     verify_manifest(ckpt)
-    return type(new_policy(cfg)).load(ckpt / "policy"), read_metrics(path / "metrics.jsonl")[-1]
+    return load_policy(ckpt / "policy", kind=cfg.policy.name), read_metrics(path / "metrics.jsonl")[-1]

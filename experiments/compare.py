@@ -3,7 +3,7 @@
     python experiments/compare.py algo=grsd,grpo,ppo[,gigpo] [seeds=3] [budget=ENV_STEPS]
                                   [preset=default|paper|smoke] [tasks=...] [policy=small|hf] [out_dir=PATH]
                                   [workers=2] [any train key]
-    voyager-gym compare --help      # every key, its type, default and meaning; the presets
+    voyager-train compare --help    # every key, its type, default and meaning; the presets
 
 1. The RFT checkpoint (the base policy, then RFT) is trained once and cached; every run starts from it.
 2. Each (algorithm, seed) pair trains with the same budget of environment steps through the same loop

@@ -31,18 +31,13 @@ from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
+from algos.registry import algorithm_names
 from algos.rft import RFTConfig
 from algos.vine import VineConfig
 
-# Trainable by train.py (compare.py adds sb3-ppo): name -> class; the config section of that name sets it
-ALGORITHMS = {
-    "rft": "algos.rft.RFT",
-    "grsd": "algos.grsd.GRSD",
-    "grpo": "algos.grpo.GRPO",
-    "ppo": "algos.ppo.PPO",
-    "gigpo": "algos.gigpo.GiGPO",
-    "vine": "algos.vine.Vine",
-}
+# Trainable by train.py: the registered algorithms (algos/registry.py), each set by the config section of its
+# name; compare.py also runs sb3-ppo, a separate baseline with its own training loop (algos/sb3_ppo.py)
+ALGORITHMS = tuple(algorithm_names())
 SB3 = "sb3-ppo"
 
 
@@ -197,7 +192,8 @@ class LoggedPart:
 
 @dataclasses.dataclass
 class AlgosPart:
-    """Every algorithm's section (each configures the algorithm of its name)."""
+    """Every algorithm's section (each configures the algorithm of its name): one per registered algorithm,
+    of its registered config class (tests/test_config.py checks they match algos/registry.py)."""
 
     rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
@@ -405,7 +401,7 @@ def _type_name(t: Any) -> str:
 def parse(argv: Sequence[str], schema: type = TrainConfig, prog: str | None = None) -> Any:
     """The config of entry point `prog` (default: the schema's) from `argv`: `--help` prints the keys and
     exits; preset overrides first, then the user's; every error is a SystemExit naming the key and value."""
-    prog = prog or next((p for p, s in SCHEMAS.items() if s is schema), "voyager-gym")
+    prog = prog or next((p for p, s in SCHEMAS.items() if s is schema), "voyager-train")
     argv = list(argv)
     if any(a in ("-h", "--help", "help") for a in argv):
         print(help_text(prog, schema))
@@ -500,7 +496,8 @@ def _doc_of(schema: type, dotted: str) -> str:
 def help_text(prog: str, schema: type) -> str:
     """Every key of `schema` with its type, default and meaning, then the presets and what they set."""
     defaults = OmegaConf.to_container(OmegaConf.structured(schema))
-    lines = [f"usage: voyager-gym {prog} [key=value ...]  (or: python experiments/{prog}.py [key=value ...])",
+    lines = [f"usage: voyager-train {prog} [key=value ...]  (or: python experiments/{prog}.py "
+             "[key=value ...])",
              "", inspect.cleandoc(schema.__doc__ or ""), "",
              "Lists take [a,b] or a,b; maps k=v,k2=v2; `policy=hf` is policy.name=hf. Keys:"]
     rows = []

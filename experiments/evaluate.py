@@ -2,7 +2,7 @@
 
     python experiments/evaluate.py policy.path=runs/rft-s0 [seeds=3] [eval_n_per_task=4]   # a run's latest
     python experiments/evaluate.py policy=expert                                            # the ceiling
-    voyager-gym evaluate --help     # every key, its type, default and meaning
+    voyager-train evaluate --help   # every key, its type, default and meaning
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ from experiments.config import EvalConfig, parse
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, EvalConfig, "evaluate")
     from algos.evaluation import evaluate
-    from algos.policies.base import make_policy
+    from algos.policies.registry import make_policy
     from experiments.common import load_saved_policy, make_envs, resolve_tasks, suite_backend
+    from voyager_gym.env import app_names
 
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
-    policy = load_saved_policy(cfg) if cfg.policy.path else make_policy(cfg.policy.name)
     envs = make_envs(cfg)
     try:
+        policy = (load_saved_policy(cfg) if cfg.policy.path
+                  else make_policy(cfg.policy.name, app_names=app_names(envs)))
         runs = [
             evaluate(policy, envs, tasks, cfg.eval_n_per_task, seed=s, progress=cfg.progress,
                      backend=suite_backend(cfg))

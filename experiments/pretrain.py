@@ -1,7 +1,7 @@
 """Train the base policy by behaviour cloning on a limited set of expert demonstrations, and evaluate it.
 
     python experiments/pretrain.py [policy=small] [base.demos_per_task=4] [base.epochs=8] [seed=0] ...
-    voyager-gym pretrain --help     # every key, its type, default and meaning
+    voyager-train pretrain --help   # every key, its type, default and meaning
 
 The base is what RFT (and every later algorithm) starts from, sized so that it starts where the paper's base
 model did: Pass@1 between 25% and 45% on the held-out split. It is cached under `cache_dir` by the hash of

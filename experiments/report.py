@@ -3,7 +3,7 @@ self-contained report. The statistics are experiments/stats.py's (Agarwal et al.
 
 Also usable on its own to redraw a comparison folder:
 
-    python experiments/report.py RUN_DIR        # or: voyager-gym report RUN_DIR
+    python experiments/report.py RUN_DIR        # or: voyager-train report RUN_DIR
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Train one algorithm on SimDroid (or any backend) from the base policy.
 
     python experiments/train.py algo=rft [out_dir=runs/rft-s0] [seed=0] [rft.iterations=4] [policy=hf] ...
-    voyager-gym train --help        # every key, its type, default and meaning
+    voyager-train train --help      # every key, its type, default and meaning
 
 Writes out_dir/metrics.jsonl (one row per evaluation, with pass_at_1), checkpoints, and a wandb run (offline
 unless wandb=online). Run the same command again after a kill to resume from the last checkpoint.

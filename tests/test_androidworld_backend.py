@@ -24,7 +24,7 @@ from voyager_gym.backends.androidworld import (
     screen_key,
 )
 from voyager_gym.backends.aw_standin import EmulatorError, Faults
-from voyager_gym.env import VoyagerEnv
+from voyager_gym.env import VoyagerEnv, app_names
 from voyager_gym.observation import BoundingBox, UIElement
 from voyager_gym.suites import eval_suite
 from voyager_gym.vector import make_vec
@@ -70,6 +70,30 @@ def test_same_spaces_and_info_fields_as_simdroid():
     _, _, _, _, s_aw = aw.step(step)
     _, _, _, _, s_sim = sim.step(step)
     assert set(s_aw) == set(s_sim) and s_aw["screen_key"] != i_aw["screen_key"]
+
+
+def test_the_action_vocabulary_is_android_worlds_app_table():
+    """On AndroidWorld the env's `app_names` are the first names of its open_app table's patterns (the
+    stand-in's table holds SimDroid's apps under AndroidWorld's patterns), not SimDroid's launcher labels."""
+    from types import SimpleNamespace
+
+    from voyager_gym.backends.androidworld import open_app_names
+
+    aw = make_aw(observation_mode="elements")
+    names = app_names(aw)
+    assert names == aw.metadata["app_names"] and "google chrome" in names and "Chrome" not in names
+    assert names != app_names("simdroid")
+    with aw_standin.installed():
+        assert app_names("androidworld") == names
+    for name in names:
+        aw.reset(seed=0, options={"task": "SystemWifiTurnOn"})
+        _, _, _, _, info = aw.step({"action_type": "open_app", "app_name": name})
+        assert not info["invalid_action"] and not info["errored"], name
+    patterns = {"google chrome|chrome": "c", "b|x": "b"}
+    adb_utils = SimpleNamespace(__name__="adb_utils", _PATTERN_TO_ACTIVITY=patterns)
+    assert open_app_names(adb_utils) == ("b", "google chrome")
+    with pytest.raises(ImportError, match="no _PATTERN_TO_ACTIVITY table"):
+        open_app_names(SimpleNamespace(__name__="adb_utils"))
 
 
 def test_the_real_emulator_cannot_snapshot():
@@ -199,7 +223,8 @@ def test_rollout_collect_runs_expert_and_random_policies_and_flags_errors():
     assert len(trajs) == 4 and all(t.success and not t.errored for t in trajs)
     assert all(s.screen_key and s.valid for t in trajs for s in t.steps)
 
-    groups = collect(RandomPolicy(seed=0), envs, instances[:1], RolloutConfig(group_size=2, seed=1))
+    policy = RandomPolicy(app_names(envs), seed=0)  # AndroidWorld's open_app vocabulary, from the envs
+    groups = collect(policy, envs, instances[:1], RolloutConfig(group_size=2, seed=1))
     assert all(len(t.steps) >= 1 and not t.errored for t in groups[0].trajectories)
 
     for sub in envs.envs:  # every device now fails on its second action

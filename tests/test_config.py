@@ -1,5 +1,5 @@
 """The composed configuration: one meaning per key, real lists and maps, errors that name the key, `--help` on
-every entry point generated from the config classes, and the installed `voyager-gym` commands."""
+every entry point generated from the config classes, and the installed `voyager-train` commands."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments import cli
 from experiments import config as C
-from voyager_gym import cli
+from voyager_gym import cli as env_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,6 +130,30 @@ def test_cli_lists_and_dispatches_the_experiment_commands(capsys):
     assert e.value.code == 0 and "sb3_budget" in capsys.readouterr().out
 
 
+def test_the_env_command_points_to_the_training_command(capsys):
+    """`voyager-gym` has no training commands (it never imports the training code): it names their home."""
+    for name in ("train", "compare", "forks"):
+        assert env_cli.main([name, "algo=rft"]) == 2
+        assert f"`voyager-train {name}`" in capsys.readouterr().err
+
+
+def test_every_registered_algorithm_has_its_config_section():
+    """AlgosPart holds one section per registered algorithm, of that algorithm's config class."""
+    import typing
+
+    from algos.registry import algorithm_names, algorithm_spec, make_algorithm
+
+    sections = typing.get_type_hints(C.AlgosPart)
+    assert C.ALGORITHMS == tuple(algorithm_names())
+    assert sections == {a: algorithm_spec(a).config for a in C.ALGORITHMS}
+    cfg = C.parse(["grpo.lr=3e-4"], C.TrainConfig)
+    assert make_algorithm("grpo", cfg.grpo).cfg.lr == 3e-4
+    with pytest.raises(ValueError, match="unknown algo 'grpoo'; expected one of rft, grsd"):
+        make_algorithm("grpoo")
+    with pytest.raises(TypeError, match="'ppo' takes a PPOConfig, got RFTConfig"):
+        make_algorithm("ppo", cfg.rft)
+
+
 def test_missing_training_extra_names_the_extra(monkeypatch, capsys):
     import importlib
 
@@ -188,7 +213,10 @@ def test_pipelined_vector_env_from_the_config():
 
 def test_policy_memory_reaches_the_policy_and_keys_its_own_cache():
     from experiments.common import base_key, new_policy
+    from voyager_gym.env import VoyagerEnv, app_names
 
     plain, mem = C.parse([], C.TrainConfig), C.parse(["policy.memory=8"], C.TrainConfig)
-    assert new_policy(plain).config["memory"] == 0 and new_policy(mem).config["memory"] == 8
+    env = VoyagerEnv(observation_mode="elements")
+    assert new_policy(plain, env).config["memory"] == 0 and new_policy(mem, env).config["memory"] == 8
+    assert new_policy(plain, env).app_names == list(app_names(env))  # the env's open_app vocabulary
     assert base_key(plain, ["SystemWifiTurnOn"]) != base_key(mem, ["SystemWifiTurnOn"])

@@ -145,6 +145,31 @@ def test_unknown_task_names_suggest_the_closest():
         env.reset(options={"tsk": TASK})
 
 
+def test_the_action_vocabulary_is_env_metadata():
+    """`metadata["app_names"]`: the backend's open_app vocabulary, on the env, its wrappers and vector envs;
+    every name opens an app."""
+    from voyager_gym.backends.sim.phone import launcher_app_names
+    from voyager_gym.env import app_names
+
+    env = gym.make("voyager_gym/SimDroid-v0", observation_mode="elements")
+    names = app_names(env)
+    assert names == env.metadata["app_names"] == tuple(launcher_app_names()) == app_names("simdroid")
+    assert "app_names" not in VoyagerEnv.metadata  # per env (its backend's), not on the class
+    for name in names:
+        env.reset(seed=0, options={"task": TASK})
+        _, _, _, _, info = env.step({"action_type": "open_app", "app_name": name})
+        assert not info["invalid_action"], (name, info["invalid_action"])
+    envs = make_vec(2, "sync", observation_mode="elements")
+    try:
+        assert app_names(envs) == names
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="unknown backend 'simdroit'"):
+        app_names("simdroit")
+    with pytest.raises(ValueError, match="has no metadata\\['app_names'\\]"):
+        app_names(object())
+
+
 def test_elements_only_mode_has_no_pixels():
     env = VoyagerEnv(observation_mode="elements")
     obs, _ = env.reset(seed=0, options={"task": TASK})

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from voyager_gym.env import app_names
+
 pytestmark = pytest.mark.slow  # notebooks executed in a kernel
 
 nbformat = pytest.importorskip("nbformat")
@@ -30,7 +32,7 @@ def run_dir(tmp_path_factory) -> Path:
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("nb") / "grsd-run"
     run = Run(out, {"algo": "grsd"}, wandb_mode="disabled")
-    algo, policy = GRSD(GRSDConfig(epochs=1)), SmallPolicy(seed=0)
+    algo, policy = GRSD(GRSDConfig(epochs=1)), SmallPolicy(app_names(), seed=0)
     run.log({"algo": "grsd", "iteration": 0, "env_steps": 0, "pass_at_1": 0.0})
     run.checkpoint(0, policy, {"env_steps": 0, "wall_s": 0.0}, algo.state())
     groups = detour_groups(["SystemWifiTurnOn", "ContactsAddContact"], detours={1: 2, 2: 1})

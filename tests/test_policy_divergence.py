@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from voyager_gym.actions import Action
+from voyager_gym.env import app_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def test_a_divergence_is_classed_by_type_then_by_field():
 def test_a_run_on_a_saved_policy_counts_every_failed_episode(tmp_path, monkeypatch, capsys):
     from algos.policies.small import SmallPolicy
 
-    SmallPolicy(seed=0).save(tmp_path / "p")  # untrained: fails, and every failure is classed
+    SmallPolicy(app_names(), seed=0).save(tmp_path / "p")  # untrained: fails, and every failure is classed
     monkeypatch.setattr(sys, "argv", ["policy_divergence.py", str(tmp_path / "p"), "--n", "2",
                                       "--tasks", "SystemWifiTurnOn,ContactsAddContact", "--threads", "1"])
     _module().main()

@@ -11,6 +11,7 @@ ray = pytest.importorskip("ray")
 
 from algos.policies.simple import ExpertPolicy, RandomPolicy  # noqa: E402
 from algos.rollout import RolloutConfig, collect  # noqa: E402
+from voyager_gym.env import app_names  # noqa: E402
 from voyager_gym.suites import TrainGenerator  # noqa: E402
 from voyager_gym.vector import RayVectorEnv, group_reset, make_vec  # noqa: E402
 
@@ -70,7 +71,7 @@ def reference(policy_fn, insts, n, cfg, **env_kwargs):
 @pytest.mark.parametrize("policy", ["expert", "random"])
 def test_group_rollouts_equal_the_sync_vector_env(envs, policy):
     # 6 jobs on 4 actors: continuous batching with masked resets, as in training
-    make = ExpertPolicy if policy == "expert" else (lambda: RandomPolicy(seed=5))
+    make = ExpertPolicy if policy == "expert" else (lambda: RandomPolicy(app_names(), seed=5))
     insts = TrainGenerator(TASKS, seed=1).take(3)
     cfg = RolloutConfig(group_size=2, seed=3)
     got = collect(make(), envs, insts, cfg)

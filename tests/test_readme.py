@@ -84,6 +84,23 @@ def extras() -> set[str]:
     return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
 
 
+def scripts() -> dict[str, str]:
+    """The console scripts pyproject.toml installs: name -> `module:function`."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def script(name: str, args: list[str]) -> list[str]:
+    """The argv of console script `name`: its installed executable, or, in an install older than the script,
+    its entry point run from this checkout by this interpreter."""
+    if (BIN / name).exists():
+        return [str(BIN / name), *args]
+    module, func = scripts()[name].split(":")
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from {module} import {func}; sys.exit({func}())"
+    return [sys.executable, "-c", code, *args]
+
+
 def plan(cmd: list[str]) -> list[str] | None:
     """The argv to run for a README command (None: not rerun here, checked otherwise)."""
     head = cmd[0]
@@ -109,6 +126,10 @@ def plan(cmd: list[str]) -> list[str] | None:
         return [sys.executable, str(ROOT / cmd[1]), *argv, *extra]
     if head == "voyager-gym":
         return [str(BIN / "voyager-gym"), *cmd[1:]]
+    if head == "voyager-train":  # the experiment entry points (smoke-sized, as above) and `forks`
+        entry = cmd[1] if len(cmd) > 1 else ""
+        help_only = any(a in ("-h", "--help") for a in cmd[1:])
+        return script(head, [*cmd[1:], *(SMOKE[entry] if entry in ENTRY and not help_only else [])])
     if head in ("python", "python3") and cmd[1] == "tools/contact_sheet.py":  # offline, seconds: as it is
         return [sys.executable, str(ROOT / cmd[1]), *cmd[2:]]
     if head in ("python", "python3") and cmd[1].startswith("examples/"):  # offline; a smoke-sized run
@@ -194,3 +215,12 @@ def test_every_readme_command_is_planned():
             n += 1
     assert n >= 10
     assert shutil.which("voyager-gym") or (BIN / "voyager-gym").exists()
+    used = {c[0] for _, block in BASH for c in commands(block) if c[0].startswith("voyager-")}
+    assert used == {"voyager-gym", "voyager-train"} and used <= set(scripts()), used
+
+
+def test_the_training_command_runs_from_its_entry_point():
+    """`voyager-train` as the README's runner starts it (installed, or from its entry point), on --help."""
+    r = subprocess.run(script("voyager-train", ["train", "--help"]), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "usage: voyager-train train" in r.stdout, r.stderr[-2000:]

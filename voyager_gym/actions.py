@@ -49,6 +49,8 @@ ACTION_TYPES: tuple[str, ...] = (
     ANSWER,
 )
 DIRECTIONS = ("up", "down", "left", "right")
+# A swipe is the finger's motion, a scroll the content's: a swipe up scrolls down (AndroidWorld's actuation)
+OPPOSITE_DIRECTION = {"up": "down", "down": "up", "left": "right", "right": "left"}
 GOAL_STATUSES = ("complete", "infeasible")
 MAX_ACTION_CHARS = 16_384  # longest action text parsed (a policy's whole response)
 MAX_TEXT_CHARS = 8_192  # longest `text` of input_text / answer

@@ -1,6 +1,6 @@
-"""The `voyager-gym` command: list tasks, render a task's screen, play the expert, run a demo, draw GRSD
-forks; and the experiment entry points (`voyager-gym train|pretrain|evaluate|compare|report key=value ...`),
-which need the training extra."""
+"""The `voyager-gym` command: list tasks, render a task's screen, play the expert, run a demo. It needs only
+the env's own dependencies; training, evaluation and fork pictures are `voyager-train`
+(experiments/cli.py)."""
 
 from __future__ import annotations
 
@@ -116,65 +116,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return rc
 
 
-# The experiment entry points take key=value overrides (see `voyager-gym COMMAND --help`), not flags.
-EXPERIMENTS = {
-    "train": "train one algorithm (rft, grsd, grpo, ppo, gigpo, vine) from the base policy or the RFT "
-             "checkpoint",
-    "pretrain": "train (or load) the cached base policy by behaviour cloning and evaluate it",
-    "evaluate": "Pass@1 of a saved policy (or the expert) on the held-out suite",
-    "compare": "the paper's comparison: several algorithms from one RFT checkpoint, same budget",
-    "report": "redraw a comparison folder's curves, table and report",
-}
-TRAIN_EXTRA = {"torch", "omegaconf", "transformers", "trl", "datasets", "pyarrow", "safetensors", "skimage",
-               "scipy", "wandb", "matplotlib", "stable_baselines3", "sb3_contrib", "cv2"}
-
-
-def needs_extra(command: str, e: ModuleNotFoundError) -> int:
-    """A clear message for a subcommand whose imports are in the training extra, not the base install."""
-    top = (e.name or "").split(".")[0]
-    if top not in TRAIN_EXTRA:
-        raise e
-    print(f"error: `voyager-gym {command}` needs the training extra (module {top!r} is missing): "
-          f"pip install 'voyager-gym[train]' (with torch==2.13.0 on the project machines)", file=sys.stderr)
-    return 2
-
-
-def run_experiment(command: str, argv: list[str]) -> int:
-    import importlib
-
-    try:
-        module = importlib.import_module(f"experiments.{command}")
-    except ModuleNotFoundError as e:
-        return needs_extra(command, e)
-    module.main(argv)
-    return 0
-
-
-def cmd_forks(args: argparse.Namespace) -> int:
-    try:
-        from algos.forks_figure import draw_run_forks
-    except ModuleNotFoundError as e:
-        return needs_extra("forks", e)
-    try:
-        out = draw_run_forks(args.run_dir, args.out, n=args.n)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out} ({args.n} fork(s) from {args.run_dir})")
-    return 0
+# The training commands live with the training code, in `voyager-train` (experiments/cli.py): this command
+# installs and runs without the training stack, so it never imports it.
+MOVED = ("train", "pretrain", "evaluate", "compare", "report", "forks")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in EXPERIMENTS:
-        return run_experiment(argv[0], argv[1:])
+    if argv and argv[0] in MOVED:
+        print(f"error: `voyager-gym {argv[0]}` is now `voyager-train {argv[0]}` (the training commands, "
+              "installed with the training extra)", file=sys.stderr)
+        return 2
     p = argparse.ArgumentParser(
         prog="voyager-gym", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="experiment commands (key=value overrides; `voyager-gym COMMAND --help` lists every key):\n"
-        + "\n".join(f"  {k:<10} {v}" for k, v in EXPERIMENTS.items()),
+        epilog="training, evaluation and fork pictures: `voyager-train --help` (the training extra)",
     )
-    names = ["tasks", "render", "play", "demo", "forks", *EXPERIMENTS]
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{" + ",".join(names) + "}")
+    sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("tasks", help="table of tasks, apps and complexity").set_defaults(fn=cmd_tasks)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -199,11 +156,6 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--tasks", default=None, help="comma-separated task names")
     common(d)
     d.set_defaults(fn=cmd_demo)
-    fk = sub.add_parser("forks", help="draw GRSD fork points (success vs failed rollout) from a run folder")
-    fk.add_argument("run_dir", help="a GRSD run's out_dir (reads its latest checkpoint's forks/)")
-    fk.add_argument("--out", default="forks.png")
-    fk.add_argument("--n", type=int, default=1, help="how many forks (newest first)")
-    fk.set_defaults(fn=cmd_forks)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

@@ -46,6 +46,35 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
     raise ValueError(f"unknown backend {backend!r}; expected 'simdroid' or 'androidworld'")
 
 
+def task_names() -> list[str]:
+    """Every task name, sorted: SimDroid's registry, which holds AndroidWorld's 116 tasks under their names
+    (an env on another backend checks names against its own registry when it is built or reset)."""
+    from voyager_gym.backends.sim.tasks import TASKS
+
+    return sorted(TASKS)
+
+
+def app_names(env: Any = "simdroid") -> tuple[str, ...]:
+    """The apps open_app can name on `env`: a VoyagerEnv, a wrapper of one or a vector env of them (its
+    `metadata["app_names"]`), or a backend's name (its vocabulary without building an env: SimDroid's
+    launcher apps; AndroidWorld's open_app table, which needs the android_world package)."""
+    if env in ("sim", "simdroid"):
+        from voyager_gym.backends.sim.phone import launcher_app_names
+
+        return tuple(launcher_app_names())
+    if env == "androidworld":
+        from voyager_gym.backends.androidworld import import_android_world, open_app_names
+
+        return open_app_names(import_android_world().adb_utils)
+    if isinstance(env, str):
+        raise ValueError(f"unknown backend {env!r}; expected 'simdroid', 'androidworld' or an env")
+    names = getattr(env, "metadata", {}).get("app_names")
+    if not names:
+        raise ValueError(f"{type(env).__name__} has no metadata['app_names']; expected a VoyagerEnv or a "
+                         "vector env of them (their backend's open_app vocabulary)")
+    return tuple(names)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Snapshot:
     """A VoyagerEnv between two steps: the episode's bookkeeping, the observation and info returned last,
@@ -80,6 +109,9 @@ class VoyagerEnv(gym.Env):
         observation_mode: 'full' (pixels, ui_elements, goal) or 'elements' (no pixels: much faster).
         render_mode: None or 'rgb_array'.
         max_steps: override AndroidWorld's int(10 * complexity) budget.
+
+    `metadata["app_names"]` is the backend's open_app vocabulary (SimDroid's launcher apps, or the app table
+    of AndroidWorld's open_app): what a policy that names apps is built with (`app_names(env)`).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -114,6 +146,8 @@ class VoyagerEnv(gym.Env):
         elif backend == "androidworld":  # real screens bring their own noise
             backend_kwargs = {"render_scale": render_scale, **backend_kwargs}
         self.backend = make_backend(backend, **backend_kwargs)
+        # the action vocabulary of this phone: the apps open_app can name (policies are built with it)
+        self.metadata = {**type(self).metadata, "app_names": tuple(self.backend.app_names)}
         self.render_mode = render_mode
         self.render_scale = render_scale
         self.observation_mode = observation_mode

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+SYSTEMUI = "com.android.systemui"  # the package of the status and navigation bars' elements
+
 
 @dataclasses.dataclass(frozen=True)
 class BoundingBox:

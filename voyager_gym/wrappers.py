@@ -128,7 +128,7 @@ class FixedObsWrapper(gym.Wrapper):
         screen: (height, width) of a downscaled screenshot, or None for no screenshot (the inner env must
             then render pixels: observation_mode='full'). SB3's CNN needs at least 36x36.
         grayscale: one channel instead of three for the screenshot.
-        app_names: open_app's choices (default: SimDroid's launcher apps).
+        app_names: open_app's choices (default: the inner env's `metadata["app_names"]`, its backend's).
         action_types: the action types the first dimension chooses among (a subset of SUPPORTED_TYPES).
     """
 
@@ -167,9 +167,9 @@ class FixedObsWrapper(gym.Wrapper):
             if len(screen) != 2 or min(screen) < 1:
                 raise ValueError(f"screen must be (height, width) with positive sizes, got {screen!r}")
         if app_names is None:
-            from voyager_gym.backends.sim.phone import launcher_app_names
+            from voyager_gym.env import app_names as env_app_names
 
-            app_names = launcher_app_names()
+            app_names = env_app_names(env)
         self.app_names = list(app_names)
         if not self.app_names:
             raise ValueError("app_names is empty; open_app needs at least one app to choose from")

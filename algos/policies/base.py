@@ -50,10 +50,13 @@ class Policy(abc.ABC):
     name: str = "policy"
     trainable: bool = False
     has_value: bool = False
+    device: Any = "cpu"  # where the policy's tensors live (a torch.device for torch policies): algorithms put
+    # their batches and frozen copies there; policies without weights act on the CPU
 
     @property
     def uses_pixels(self) -> bool:
-        """Whether the policy reads screenshots (training data for it must keep them)."""
+        """Whether the policy reads screenshots (training data for it must keep them). What an algorithm
+        needs on its own (GRSD compares screens) is `Algorithm.needs_pixels` (algos/loop.py)."""
         return False
 
     def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook
@@ -115,36 +118,3 @@ class Policy(abc.ABC):
     def load(cls, path: str | Path, **kwargs: Any) -> Policy:
         raise NotImplementedError(f"{cls.__name__} has no weights to load")
 
-
-def make_policy(name: str, **kwargs: Any) -> Policy:
-    """Build a policy by name: 'expert', 'random', 'small', 'hf'."""
-    if name == "expert":
-        from algos.policies.simple import ExpertPolicy
-
-        return ExpertPolicy(**kwargs)
-    if name == "random":
-        from algos.policies.simple import RandomPolicy
-
-        return RandomPolicy(**kwargs)
-    if name == "small":
-        from algos.policies.small import SmallPolicy
-
-        return SmallPolicy(**kwargs)
-    if name == "hf":
-        from algos.policies.hf import HFPolicy
-
-        return HFPolicy(**kwargs)
-    raise ValueError(f"unknown policy {name!r}; expected one of expert, random, small, hf")
-
-
-def load_policy(name: str, path: str | Path) -> Policy:
-    """Load a saved trainable policy ('small' or 'hf') from its folder."""
-    if name == "small":
-        from algos.policies.small import SmallPolicy
-
-        return SmallPolicy.load(path)
-    if name == "hf":
-        from algos.policies.hf import HFPolicy
-
-        return HFPolicy.load(path)
-    raise ValueError(f"cannot load policy kind {name!r} from a folder; expected small or hf")

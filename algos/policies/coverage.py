@@ -56,15 +56,19 @@ class TaskCoverage:
         return self.instances > 0 and self.solved >= self.expert_solved
 
 
-def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0) -> TaskCoverage:
+def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0,
+                  env: Any = None) -> TaskCoverage:
     """Encode/decode the expert's actions on `seeds` training instances of `task` (AndroidWorld instance
     seeds), first along the expert's own trajectory (exact), then re-planning through decoded actions
-    (solved)."""
-    from voyager_gym.backends.sim.backend import SimDroidBackend
+    (solved). Runs on the phone of `env` (default: a SimDroid VoyagerEnv without noise), whose backend must
+    have an expert; steps go to the backend directly, so the expert's trajectory is replayed as it is."""
+    from voyager_gym.env import VoyagerEnv
     from voyager_gym.suites import instance_seed
 
     cov = TaskCoverage(task)
-    backend = SimDroidBackend(render_scale=0.25, noise="none")  # observed without pixels: never renders
+    if env is None:  # observed without pixels: never renders
+        env = VoyagerEnv(observation_mode="elements", noise="none", render_scale=0.25)
+    backend = env.unwrapped.backend
     max_steps = backend.task_info(task)["max_steps"]
     for i in range(seeds):
         seed = instance_seed(suite_seed, task, i)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -46,11 +47,13 @@ class RandomPolicy(Policy):
 
     name = "random"
 
-    def __init__(self, seed: int = 0, p_status: float = 0.05):
-        from voyager_gym.backends.sim.phone import launcher_app_names
-
+    def __init__(self, app_names: Sequence[str], seed: int = 0, p_status: float = 0.05):
+        """`app_names`: what open_app may name, the env's vocabulary (`voyager_gym.env.app_names`)."""
+        if isinstance(app_names, str) or not app_names:
+            raise ValueError(f"app_names={app_names!r}: expected a non-empty list of app names (the env's "
+                             "metadata['app_names'])")
         self.rng = np.random.default_rng(seed)
-        self.apps = launcher_app_names()
+        self.apps = list(app_names)
         self.p_status = p_status
 
     def act(self, batch: list[PolicyInput], greedy: bool = False) -> list[PolicyOutput]:

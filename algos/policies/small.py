@@ -1,31 +1,29 @@
 """SmallPolicy: an element-pooled pointer model that trains in minutes on 2 CPU cores.
 
 Instead of reading a token-level prompt, the policy reads structure: the goal as hashed word tokens (with
-their character offsets and shapes: case, kind, and what touches each side, so a copied span finds the
-edges of `"talk_edited.m4a"`), the last few actions, and every UI element as one vector (an EmbeddingBag over
-its words plus flags and its box). The goal's tokens, each with a 5-wide convolution over its neighbours, are
-encoded on their own (one transformer layer), then
-`[CLS] + history + elements` go through a small transformer whose every layer also attends to the goal's
-tokens (a memory that does not depend on the screen: encoded once per distinct goal of a batch, and kept
-while acting until the weights change, so an episode's steps and a group's rollouts share it); heads pick
-each field of an AndroidWorld action: its type; an element (pointer) and, for taps, where in it (its centre,
-an index action, or a point of a grid over its box: the far end of a slider); a direction; a goal status; an
-app from the launcher's list or a name copied from the goal ("the dialer app"); copied text for input_text
-and answers: a source (the goal, or an element's label) and a token span in it, so typed text and answers can
-be read off the screen ("20" in "Attendance: 20 people"); and for answers that are lists, a Bernoulli per
-element whose labels are joined by ", " in element order (an answer listing them in another order is the
-same answer: AndroidWorld compares list parts in any order); computed answers count elements, read the
-quantity one element shows (minutes of a duration, meters of a distance) or add those of a Bernoulli
-selection. A label is copyable over its first MAX_LABEL_TOKENS tokens (a long note's every row). A
-value comes from CLS. The response is the usual
-`Reason: ... Action: {json}` text, so the buffer, the env and the other policies never know the difference.
-`round_trip` encodes any action as these targets and decodes it back (benchmarks/policy_coverage.py).
-With `memory=K` the policy also reads the last K elements of the episode's earlier screens
-(`PolicyInput.seen`) after the screen's own, with their own positions: a typed text, a span or a quantity
-may come from them, and so may a list's items and a sum's terms (a list scrolled through); taps, typing
-targets and counts stay on the current screen. (Reading them only as
-keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations per
-task.)
+their character offsets and shapes: case, kind, and what touches each side, so a copied span finds the edges
+of `"talk_edited.m4a"`), the last few actions, and every UI element as one vector (an EmbeddingBag over its
+words plus flags and its box). The goal's tokens, each with a 5-wide convolution over its neighbours, are
+encoded on their own (one transformer layer), then `[CLS] + history + elements` go through a small transformer
+whose every layer also attends to the goal's tokens (a memory that does not depend on the screen: encoded once
+per distinct goal of a batch, and kept while acting until the weights change, so an episode's steps and a
+group's rollouts share it); heads pick each field of an AndroidWorld action: its type; an element (pointer)
+and, for taps, where in it (its centre, an index action, or a point of a grid over its box: the far end of a
+slider); a direction; a goal status; an app from the env's open_app vocabulary (`app_names`) or a name copied
+from the goal ("the dialer app"); copied text for input_text and answers: a source (the goal, or an element's
+label) and a token span in it, so typed text and answers can be read off the screen ("20" in "Attendance: 20
+people"); and for answers that are lists, a Bernoulli per element whose labels are joined by ", " in element
+order (an answer listing them in another order is the same answer: AndroidWorld compares list parts in any
+order); computed answers count elements, read the quantity one element shows (minutes of a duration, meters of
+a distance) or add those of a Bernoulli selection. A label is copyable over its first MAX_LABEL_TOKENS tokens
+(a long note's every row). A value comes from CLS. The response is the usual `Reason: ... Action: {json}`
+text, so the buffer, the env and the other policies never know the difference. `round_trip` encodes any action
+as these targets and decodes it back (benchmarks/policy_coverage.py). With `memory=K` the policy also reads
+the last K elements of the episode's earlier screens (`PolicyInput.seen`) after the screen's own, with their
+own positions: a typed text, a span or a quantity may come from them, and so may a list's items and a sum's
+terms (a list scrolled through); taps, typing targets and counts stay on the current screen. (Reading them
+only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations
+per task.)
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
 components' log-probs; text and answers marginalise over every source, span and answer form giving the same
@@ -152,13 +150,6 @@ def _count_optimizer_step(*_: Any) -> None:
 
 
 register_optimizer_step_post_hook(_count_optimizer_step)
-
-
-def launcher_app_names() -> list[str]:
-    """The app head's classes: SimDroid's launcher apps, sorted (stored in the saved config)."""
-    from voyager_gym.backends.sim.phone import launcher_app_names as names
-
-    return names()
 
 
 def _side(c: str) -> int:
@@ -901,10 +892,15 @@ class SmallPolicy(Policy):
     trainable = True
     has_value = True
 
-    def __init__(self, d_model: int = 96, layers: int = 2, heads: int = 4, max_elements: int = 48,
-                 max_goal_tokens: int = 256, history: int = 4, vocab_buckets: int = 2**14, seed: int = 0,
-                 device: str = "cpu", temperature: float = 1.0, app_names: Sequence[str] | None = None,
+    def __init__(self, app_names: Sequence[str], d_model: int = 96, layers: int = 2, heads: int = 4,
+                 max_elements: int = 48, max_goal_tokens: int = 256, history: int = 4,
+                 vocab_buckets: int = 2**14, seed: int = 0, device: str = "cpu", temperature: float = 1.0,
                  goal_layers: int = 1, memory: int = 0):
+        """`app_names`: the app head's classes, the env's open_app vocabulary (`voyager_gym.env.app_names`);
+        saved in the config, so a checkpoint keeps the vocabulary it was trained with."""
+        if isinstance(app_names, str) or not app_names or not all(isinstance(a, str) for a in app_names):
+            raise ValueError(f"app_names={app_names!r}: expected a non-empty list of app names (the env's "
+                             "metadata['app_names'])")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
         if d_model % heads:
@@ -913,7 +909,7 @@ class SmallPolicy(Policy):
                            max_elements=max_elements,
                            max_goal_tokens=max_goal_tokens, history=history, vocab_buckets=vocab_buckets,
                            seed=seed, temperature=temperature, memory=memory,
-                           app_names=list(app_names) if app_names is not None else launcher_app_names())
+                           app_names=list(app_names))
         self.app_names: list[str] = self.config["app_names"]
         self._app_index = {a.lower(): i for i, a in enumerate(self.app_names)}
         self._app_keys = [(compact(a), {compact(w) for w in TOKEN_RE.findall(a)} - {""})
@@ -1596,6 +1592,9 @@ class SmallPolicy(Policy):
         cfg = json.loads((p / "config.json").read_text())
         if cfg.pop("policy", cls.name) != cls.name:
             raise ValueError(f"{p} holds a {cfg.get('policy')!r} policy, expected {cls.name!r}")
+        if "app_names" not in {**cfg, **kwargs}:
+            raise ValueError(f"{p}/config.json has no app_names (the app head's classes); pass the "
+                             "vocabulary it was trained with: load_policy(path, app_names=[...])")
         pol = cls(**{**cfg, **kwargs})
         state = load_file(str(p / "model.safetensors"), device=str(pol.device))
         missing = sorted(set(pol.model.state_dict()) - set(state))

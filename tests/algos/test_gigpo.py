@@ -17,6 +17,7 @@ from algos.prompt import render_response
 from tests.algos.test_forkpoint import screen
 from tests.algos.test_grpo import BAD, GOOD, dummy, make_group, make_traj
 from voyager_gym.actions import Action
+from voyager_gym.env import app_names
 
 TASKS = "SystemWifiTurnOn,OpenAppTaskEval"
 STATE_SEED = {"A": 11, "B": 12, "C": 13, "D": 14, "E": 15, "F": 16}  # synthetic screens of hand-made states
@@ -170,7 +171,7 @@ def test_update_learns_the_faster_action_from_a_group_of_successes(wifi_screens)
     """Both rollouts succeed (GRPO: no signal). One opens Settings at once, the other first goes home and then
     opens it: on the shared home screen GiGPO raises the direct action and lowers the detour."""
     home, settings = wifi_screens
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     done = render_response(Action("status", goal_status="complete"))
 
     def traj(k: int, pairs, keys: str):
@@ -213,9 +214,9 @@ def test_robust_anchors_need_screenshots():
         algo = GiGPO(GiGPOConfig())
         assert algo.needs_pixels and not GiGPO(GiGPOConfig(anchor="exact")).needs_pixels
         with pytest.raises(ValueError, match="gigpo.anchor=robust compares screenshots"):
-            algo.rollout_config(envs, 0, False, SmallPolicy(seed=0))
+            algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
         algo.replay_env = {"observation_mode": "full", "render_scale": 0.1, "noise": "default"}
-        cfg = algo.rollout_config(envs, 0, False, SmallPolicy(seed=0))
+        cfg = algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
         assert cfg.keep_frames and cfg.frames_of == "scored" and cfg.replay_frames == algo.replay_env
     finally:
         envs.close()

@@ -17,6 +17,7 @@ from algos.pg import approx_kl, clipped_policy_loss, k3_kl, score_in_chunks
 from algos.policies.small import SmallPolicy
 from algos.prompt import PolicyInput, render_prompt, render_response
 from voyager_gym.actions import Action
+from voyager_gym.env import app_names
 
 TASKS = "SystemWifiTurnOn,OpenAppTaskEval"
 
@@ -152,7 +153,7 @@ def contrast_group(policy, x: PolicyInput, gid: str = "w") -> Group:
 
 
 def test_grpo_update_raises_the_positively_advantaged_response(wifi_screens):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = wifi_screens[0]
     before = pol.log_probs([x, x], [GOOD, BAD]).detach()
     cfg = GRPOConfig(lr=1e-3, epochs=3, minibatch_size=4, beta=0.05)
@@ -166,7 +167,7 @@ def test_grpo_update_raises_the_positively_advantaged_response(wifi_screens):
 
 
 def test_groups_without_signal_leave_the_policy_unchanged(wifi_screens):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = wifi_screens[0]
     g = make_group("z", [make_traj("z", k, [(x, GOOD)], 1.0) for k in range(3)])
     w0 = [p.detach().clone() for p in pol.trainable_parameters()]
@@ -182,7 +183,7 @@ def test_behaviour_logprobs_of_real_rollouts_give_ratio_one():
     from voyager_gym.suites import TrainGenerator
     from voyager_gym.vector import make_vec
 
-    pol = SmallPolicy(seed=3)
+    pol = SmallPolicy(app_names(), seed=3)
     envs = make_vec(4, "sync", observation_mode="elements", noise="default")
     try:
         instances = TrainGenerator(TASKS.split(","), seed=0).take(2)

@@ -1,5 +1,5 @@
 """GRSD: fork samples on hand-made groups, mixing with RFT data, end-to-end iterations (small and tiny-VLM
-policies) through train_loop, kept fork examples, and the `voyager-gym forks` picture."""
+policies) through train_loop, kept fork examples, and the `voyager-train forks` picture."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect
 from algos.run import Run
 from voyager_gym.actions import Action
+from voyager_gym.env import app_names
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
@@ -323,7 +324,7 @@ def bc_small_policy(tasks: list[str], envs) -> Policy:
 
     demos = collect(ExpertPolicy(), envs, TrainGenerator(tasks, seed=10_000).take(4 * len(tasks)),
                     RolloutConfig(group_size=1, greedy=True, thumb_width=0, seed=0))
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     pol.fit_sft(success_samples(demos), epochs=14, lr=1e-3, seed=0)
     return pol
 
@@ -390,7 +391,7 @@ def test_the_loop_counts_an_updates_own_env_steps(tmp_path):
 def test_forks_cli_draws_a_png_from_the_run(small_run, tmp_path):
     from PIL import Image
 
-    from voyager_gym.cli import main
+    from experiments.cli import main
 
     out = tmp_path / "forks.png"
     assert main(["forks", str(small_run), "--out", str(out), "--n", "1"]) == 0
@@ -403,7 +404,7 @@ def test_forks_cli_draws_a_png_from_the_run(small_run, tmp_path):
 
 
 def test_forks_cli_names_what_is_missing(small_run, tmp_path, capsys):
-    from voyager_gym.cli import main
+    from experiments.cli import main
 
     assert main(["forks", str(tmp_path / "nothing"), "--out", str(tmp_path / "a.png")]) == 2
     assert "no checkpoint.json" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from algos.ppo import PPO, PPOConfig, ppo_targets
 from algos.prompt import PolicyInput, render_response
 from tests.algos.test_grpo import BAD, GOOD, contrast_group, dummy, make_group, make_traj
 from voyager_gym.actions import DIRECTIONS, GOAL_STATUSES, Action
+from voyager_gym.env import app_names
 
 TASKS = "SystemWifiTurnOn,OpenAppTaskEval"
 
@@ -73,7 +74,7 @@ def test_small_policy_path_entropy_averages_to_the_exact_entropy():
     """On a screen without elements the whole action distribution can be enumerated (answers and app names
     are then goal spans): the probabilities sum to 1, and the mean of each action's path entropy under them
     is the exact entropy."""
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = PolicyInput(goal="Turn wifi on.", elements=[], history=['{"action_type": "wait"}'])
     acts = [Action(t, direction=d) for t in ("scroll", "swipe") for d in DIRECTIONS]
     acts += [Action(t) for t in ("navigate_home", "navigate_back", "keyboard_enter", "wait")]
@@ -94,7 +95,7 @@ def test_small_policy_path_entropy_averages_to_the_exact_entropy():
 
 # -- updates on a real policy -----------------------------------------------------------------------------
 def test_ppo_update_raises_the_good_response_and_fits_the_value(wifi_screens):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = wifi_screens[0]
     group = contrast_group(pol, x)
     for t in group.trajectories:
@@ -115,7 +116,7 @@ def test_ppo_update_raises_the_good_response_and_fits_the_value(wifi_screens):
 @pytest.mark.parametrize("kind", ["small", "hf"])
 def test_critic_warmup_fits_only_the_value_head(wifi_screens, kind):
     if kind == "small":
-        pol = SmallPolicy(seed=0)
+        pol = SmallPolicy(app_names(), seed=0)
     else:
         from algos.policies.hf import HFPolicy
         from algos.policies.tiny import build_tiny_causal_lm, build_tiny_tokenizer

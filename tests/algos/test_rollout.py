@@ -11,6 +11,7 @@ from algos.buffer import Trajectory, TrajectoryBuffer
 from algos.evaluation import pass_at_1
 from algos.policies.simple import ExpertPolicy, RandomPolicy
 from algos.rollout import RolloutConfig, collect
+from voyager_gym.env import app_names
 from voyager_gym.suites import FROM_ENV, TrainGenerator
 from voyager_gym.vector import make_vec
 
@@ -47,7 +48,7 @@ def test_expert_groups_are_complete_and_successful(mode):
 def test_random_policy_rollouts_record_failures_and_invalid_steps():
     envs = make_vec(5, "sync", observation_mode="elements")
     insts = TrainGenerator(TASKS, seed=2).take(4)
-    groups = collect(RandomPolicy(seed=0), envs, insts, RolloutConfig(group_size=2))
+    groups = collect(RandomPolicy(app_names(), seed=0), envs, insts, RolloutConfig(group_size=2))
     envs.close()
     trajs = [t for g in groups for t in g.trajectories]
     assert len(trajs) == 8
@@ -121,7 +122,7 @@ def _small_rollouts(workers: int, pixels: bool = False) -> list:
 
     kw = {"render_scale": 0.05} if pixels else {"observation_mode": "elements"}
     envs = make_vec(6, "pipelined", lanes=2, workers=workers, **kw)
-    policy = SmallPolicy(seed=0)
+    policy = SmallPolicy(app_names(), seed=0)
     policy.reseed(5)
     try:
         cfg = RolloutConfig(group_size=3, thumb_width=16 if pixels else 0, keep_frames=pixels, seed=5)

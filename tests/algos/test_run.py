@@ -9,6 +9,7 @@ import pytest
 
 from algos.run import Run
 from tests.algos.conftest import kill_after_checkpoint
+from voyager_gym.env import app_names
 
 
 class _Saveable:
@@ -79,7 +80,7 @@ def _base_policy(path):
     groups = collect(ExpertPolicy(), envs, TrainGenerator(LOOP_TASKS, seed=9).take(12),
                      RolloutConfig(group_size=1, greedy=True, thumb_width=0))
     envs.close()
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     pol.fit_sft(success_samples(groups), epochs=12, seed=0)
     pol.save(path)
 

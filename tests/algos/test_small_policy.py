@@ -12,6 +12,7 @@ import torch
 from algos.policies.small import FLOOR_LOGPROB, SmallPolicy
 from algos.prompt import PolicyInput, render_response
 from voyager_gym.actions import Action, parse_action
+from voyager_gym.env import app_names
 from voyager_gym.observation import BoundingBox, UIElement
 
 BC_TASKS = ["SystemBluetoothTurnOn", "MarkorCreateNote", "ContactsAddContact",
@@ -77,7 +78,7 @@ def key(a: Action) -> str:
 
 def test_shapes_and_determinism(screens):
     xs = screens[:40]
-    p1, p2 = SmallPolicy(seed=3), SmallPolicy(seed=3)
+    p1, p2 = SmallPolicy(app_names(), seed=3), SmallPolicy(app_names(), seed=3)
     o1, o2 = p1.act(xs), p2.act(xs)
     assert [o.text for o in o1] == [o.text for o in o2]
     assert [o.logprob for o in o1] == [o.logprob for o in o2]
@@ -85,7 +86,7 @@ def test_shapes_and_determinism(screens):
     lp, v = p1.log_probs(xs, responses), p1.values(xs)
     assert lp.shape == (40,) and v.shape == (40,) and lp.requires_grad and v.requires_grad
     assert torch.equal(lp, p2.log_probs(xs, responses))
-    other = SmallPolicy(seed=4).log_probs(xs, responses)
+    other = SmallPolicy(app_names(), seed=4).log_probs(xs, responses)
     assert not torch.allclose(lp, other), "a different seed must give a different model"
 
 
@@ -95,7 +96,7 @@ def test_goal_memory_cache_matches_uncached_encoding_and_follows_weight_updates(
     from algos.policies.small import collate
 
     xs = screens[:24]
-    pol = SmallPolicy(seed=5)
+    pol = SmallPolicy(app_names(), seed=5)
     b = collate(pol.featurize(xs), pol.history, "cpu")
     assert len(b.goal_texts) < len(xs), "the screens share goals: each distinct goal is encoded once"
     fresh = pol.model.encode(b)  # with gradients: every goal encoded together, nothing cached
@@ -116,7 +117,7 @@ def test_goal_memory_cache_is_dropped_by_training_and_loading(screens, demos, tm
     """After fit_sft (a fused Adam, which bumps no version counter), any other optimizer's step, or loading
     weights, acting encodes goals with the new weights: the same outputs as a fresh copy of the policy."""
     xs = screens[:16]
-    pol = SmallPolicy(seed=6)
+    pol = SmallPolicy(app_names(), seed=6)
 
     def same_as_fresh() -> bool:
         pol.save(tmp_path / "p")
@@ -131,7 +132,7 @@ def test_goal_memory_cache_is_dropped_by_training_and_loading(screens, demos, tm
     pol.log_probs(xs[:4], [o.text for o in pol.act(xs[:4])]).sum().backward()
     opt.step()
     assert same_as_fresh()
-    other = SmallPolicy(seed=7)
+    other = SmallPolicy(app_names(), seed=7)
     pol.model.load_state_dict(other.model.state_dict())
     assert [o.logprob for o in pol.act(xs, greedy=True)] == [o.logprob for o in other.act(xs, greedy=True)]
 
@@ -160,7 +161,7 @@ def _joined_labels(text: str, labels: list[str]) -> bool:
 
 
 def test_act_never_raises_and_outputs_valid_actions(screens):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     for greedy in (False, True):
         outs = pol.act(screens, greedy=greedy)
         assert len(outs) == len(screens)
@@ -196,7 +197,7 @@ def test_act_never_raises_and_outputs_valid_actions(screens):
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_log_probs_of_own_samples_equal_reported_logprob(screens, temperature):
-    pol = SmallPolicy(seed=1, temperature=temperature)
+    pol = SmallPolicy(app_names(), seed=1, temperature=temperature)
     seen: set[str] = set()
     for _ in range(4):  # an untrained policy samples every action type; repeat to cover them all
         outs = pol.act(screens)
@@ -212,7 +213,7 @@ def test_log_probs_of_own_samples_equal_reported_logprob(screens, temperature):
 
 
 def test_unrepresentable_components_get_the_floor_without_gradient(screens):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = screens[1]
     field = next(i for i, e in enumerate(x.elements) if e.is_editable or e.is_clickable)
     typed = [x.goal.split()[0], "NOT IN THE GOAL 123", "also not in it"]
@@ -237,7 +238,7 @@ def test_text_span_reproduces_exact_goal_substrings():
     els = [UIElement(text="Amount", class_name="android.widget.EditText", is_editable=True,
                      bbox_pixels=BoundingBox(0, 1080, 300, 420))]
     x = PolicyInput(goal=goal, elements=els)
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     g = pol.featurizer.goal(goal)
     for text in ("482.65", "7E4Z_dusty_meadow.txt", "Rent", "Archive (DONE!)", goal[:-1]):
         spans = g.spans_for(text)
@@ -261,7 +262,7 @@ def test_repeated_strings_are_marginalised_over_every_span_and_element():
     goal = "Send 42 to Bob, then 42 to Ann."
     els = [UIElement(text="42", is_clickable=True), UIElement(text="Bob"), UIElement(text="42")]
     x = PolicyInput(goal=goal, elements=els)
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     feats = pol.featurize([x])
     spans = feats[0].goal.spans_for("42")
     assert len(spans) == 2
@@ -291,7 +292,7 @@ def test_answers_copy_spans_of_labels_and_list_labels():
     els = [UIElement(text="Attendance: 20 people"), UIElement(text="Board meeting"),
            UIElement(text="Oct 15, 2023"), UIElement(text="Game night")]
     x = PolicyInput(goal="Is it a todo? Respond with 'True' or 'False'.", elements=els)
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     texts = ["20", "True", "Board meeting, Game night", "Board meeting, Oct 15, 2023, Game night",
              "people", "Attendance: 20 people"]
     acts = [Action("answer", text=t) for t in texts]
@@ -312,7 +313,7 @@ def test_taps_inside_an_element_round_trip_to_grid_points():
     slider = UIElement(content_description="Brightness", is_clickable=True,
                        bbox_pixels=BoundingBox(90, 991, 400, 508))
     x = PolicyInput(goal="Turn brightness to the max value.", elements=[slider])
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     taps = [Action("click", x=990, y=454), Action("click", index=0)]
     (right, _), (centre, _) = pol.round_trip([x, x], taps)
     assert (right.x, right.index) == (990, None) and abs(right.y - 454) <= 20
@@ -325,7 +326,7 @@ def test_coordinate_click_maps_to_smallest_containing_element():
     big = UIElement(text="Row", is_clickable=True, bbox_pixels=BoundingBox(0, 1080, 0, 600))
     small = UIElement(text="Delete", is_clickable=True, bbox_pixels=BoundingBox(800, 1000, 100, 200))
     x = PolicyInput(goal="Delete the row.", elements=[big, small])
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     lp = pol.log_probs([x] * 3, ['{"action_type": "click", "x": 900, "y": 150}',
                                  '{"action_type": "click", "index": 1}',
                                  '{"action_type": "click", "x": 5000, "y": 5000}']).detach()
@@ -338,7 +339,7 @@ def test_coordinate_click_maps_to_smallest_containing_element():
 
 
 def test_behaviour_cloning_reaches_90_percent_greedy_match(demos):
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     metrics = pol.fit_sft(demos, epochs=12, lr=2e-3, seed=0)
     assert set(metrics) >= {"loss", "samples", "samples_per_s"} and metrics["samples"] == len(demos)
     outs = pol.act([x for x, _ in demos], greedy=True)
@@ -353,7 +354,7 @@ def test_behaviour_cloning_reaches_90_percent_greedy_match(demos):
 def test_fit_sft_learning_rate_schedule(demos, schedule, last):
     """constant keeps the learning rate; linear decays it to 0 over the call's steps (as TRL's SFTTrainer);
     None is the policy's default (constant); a bad name is refused, naming it."""
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     rates: list[float] = []
     from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -371,7 +372,7 @@ def test_fit_sft_learning_rate_schedule(demos, schedule, last):
 
 
 def test_save_load_round_trip(tmp_path, screens):
-    pol = SmallPolicy(seed=2, d_model=64, heads=2, max_goal_tokens=32)
+    pol = SmallPolicy(app_names(), seed=2, d_model=64, heads=2, max_goal_tokens=32)
     pol.fit_sft([(screens[0], '{"action_type": "navigate_back"}')], epochs=2)
     pol.save(tmp_path / "ckpt")
     assert {p.name for p in (tmp_path / "ckpt").iterdir()} == {"model.safetensors", "config.json"}
@@ -393,7 +394,7 @@ def test_counts_durations_and_padded_numbers_round_trip():
     els = [UIElement(text="Oct 7, 2023 12:00"), UIElement(text="2:00:00"), UIElement(text="3.73 mi"),
            UIElement(text="Hour", is_editable=True, bbox_pixels=BoundingBox(0, 1080, 300, 420))]
     x = PolicyInput(goal="How long was it? An event at 3h.", elements=els)
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     acts = [Action("answer", text="120"), Action("answer", text="6003"), Action("answer", text="3"),
             Action("input_text", index=3, text="03", clear_text=True)]
     out = pol.round_trip([x] * 4, acts)
@@ -407,7 +408,7 @@ def test_count_log_prob_is_the_poisson_binomial_over_every_selection():
 
     els = [UIElement(text=t) for t in ("a", "b", "c")]
     x = PolicyInput(goal="How many?", elements=els)
-    pol = SmallPolicy(seed=3)
+    pol = SmallPolicy(app_names(), seed=3)
     feats = pol.featurize([x])
     tg = pol._targets(feats, [render_response(Action("answer", text="2"))])
     hd = pol._target_heads(feats, tg)
@@ -425,7 +426,7 @@ def test_sum_answers_round_trip_and_score_every_selection_that_adds_up():
 
     els = [UIElement(text=t) for t in ("0.31 mi", "0.75 mi", "1706 m", "0:50:00", "0.00 mi", "cycling")]
     x = PolicyInput(goal="What was the total distance covered for cycling activities?", elements=els)
-    pol = SmallPolicy(seed=2)
+    pol = SmallPolicy(app_names(), seed=2)
     act = Action("answer", text="1706")
     assert pol.round_trip([x], [act])[0] == (act, "")
     feats = pol.featurize([x])
@@ -458,7 +459,7 @@ def test_typed_text_around_the_fields_text_round_trips():
     note = UIElement(text="Ask Priya about the soup.\n", is_editable=True,
                      bbox_pixels=BoundingBox(0, 1080, 300, 900))
     x = PolicyInput(goal='Add "Buy milk", and a header "TODO" with a blank line.', elements=[note])
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     texts = ["Buy milk\nAsk Priya about the soup.", "Ask Priya about the soup.\nBuy milk",
              "TODO\n\nAsk Priya about the soup."]
     acts = [Action("input_text", index=0, text=t, clear_text=True) for t in texts]
@@ -474,7 +475,7 @@ def test_text_over_the_env_limit_is_an_invalid_action_not_a_crash():
     note = UIElement(text="word " * ((MAX_TEXT_CHARS - 8) // 5), is_editable=True,
                      bbox_pixels=BoundingBox(0, 1080, 300, 900))
     x = PolicyInput(goal='Add "Buy milk" to the note.', elements=[note])
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     outs = pol.act([x] * 300)
     bad = [o for o in outs if o.action is None]
     assert bad and all(o.text.startswith("(invalid action: input_text text is") for o in bad)
@@ -487,7 +488,7 @@ def test_token_shapes_mark_what_touches_each_token():
     from algos.policies.small import N_KIND, N_SHAPES, N_SIDE, token_shape
 
     goal = 'Rename "talk_edited.m4a" to Ibrahim. Call 959-236-2033\nnow'
-    g = SmallPolicy(seed=0).featurizer.goal(goal)
+    g = SmallPolicy(app_names(), seed=0).featurizer.goal(goal)
     shape = {goal[s:e]: int(k) for s, e, k in zip(g.starts, g.ends, g.shapes, strict=True)}
     side_before = {w: k // (N_KIND * N_SIDE) for w, k in shape.items()}
     kind = {w: k // N_SIDE % N_KIND for w, k in shape.items()}
@@ -526,7 +527,7 @@ def test_copied_span_edges_transfer_to_words_never_seen():
         return x, render_response(Action("input_text", index=0, text=name, clear_text=True))
 
     train, held_out = [example() for _ in range(300)], [example() for _ in range(60)]
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     pol.fit_sft(train, epochs=6, lr=2e-3, seed=0)
     outs = pol.act([x for x, _ in held_out], greedy=True)
     exact = sum(o.action.text == parse_action(r).text for o, (_, r) in zip(outs, held_out, strict=True))
@@ -536,7 +537,7 @@ def test_copied_span_edges_transfer_to_words_never_seen():
 def test_whole_token_goal_match_and_same_label_features():
     """dense[18]: the element's label is a run of whole goal tokens ("24" in "2023-10-24", not "2" or "20");
     dense[19]: another element of the same screen shows the same label (duplicate rows, colour swatches)."""
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     labels = ["2", "20", "24", "Oct 24", "Dress", "Dress", "Rent", "10"]
     els = [UIElement(text=t, class_name="android.widget.TextView") for t in labels]
     (f,) = pol.featurize([PolicyInput(goal="Create an event on 2023-10-24 named Rent", elements=els)])
@@ -577,7 +578,7 @@ def test_memory_elements_are_copy_sources_never_targets():
 
     x = _memory_input(["Jack Ferreira", "940 Willow Way, Wilmington, DE"])
     typed = Action("input_text", index=0, text="940 Willow Way, Wilmington, DE", clear_text=True)
-    without, with_memory = SmallPolicy(seed=0), SmallPolicy(seed=0, memory=8)
+    without, with_memory = SmallPolicy(app_names(), seed=0), SmallPolicy(app_names(), seed=0, memory=8)
     assert round_trip(without, [x], [typed])[0][0] is None  # the current screen does not show it
     decoded, why = round_trip(with_memory, [x], [typed])[0]
     assert why == "" and same_action(decoded, typed)
@@ -600,11 +601,11 @@ def test_memory_elements_are_copy_sources_never_targets():
 
 
 def test_memory_zero_ignores_what_earlier_screens_showed():
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x, bare = _memory_input(["Jack Ferreira", "940 Willow Way"]), _memory_input([])
     r = [render_response(Action("click", index=1))]
     assert torch.equal(pol.log_probs([x], r), pol.log_probs([bare], r))
     assert pol.featurize([x])[0].n_cur == len(pol.featurize([x])[0].elements) == 2
-    mem = SmallPolicy(seed=0, memory=8)
+    mem = SmallPolicy(app_names(), seed=0, memory=8)
     f = mem.featurize([x])[0]
     assert (f.n_cur, len(f.elements)) == (2, 4)

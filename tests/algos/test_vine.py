@@ -29,6 +29,7 @@ from algos.vine import (
 )
 from tests.algos.test_grpo import GOOD, contrast_group
 from tests.algos.test_grsd import DetourExpert, GivesUpExpert
+from voyager_gym.env import app_names
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
@@ -171,9 +172,9 @@ def test_a_replay_that_leaves_the_trajectory_estimates_nothing_past_it(detour, e
 def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, detour):
     vine = Vine(VineConfig(k=2, lr=1e-3, epochs=4, minibatch_size=4))
     with pytest.raises(ValueError, match="none are bound"):
-        vine.update(SmallPolicy(seed=0), [detour], 1, 0)
+        vine.update(SmallPolicy(app_names(), seed=0), [detour], 1, 0)
     vine.envs = envs
-    m = vine.update(SmallPolicy(seed=0), [detour], 1, 0)
+    m = vine.update(SmallPolicy(app_names(), seed=0), [detour], 1, 0)
     ok, bad = detour.trajectories
     assert m["train/update_env_steps"] == m["vine/branch_env_steps"] > 0
     assert m["vine/mc_rollouts"] == 2 * m["vine/states"]
@@ -181,7 +182,7 @@ def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, det
     assert math.isfinite(m["losses/policy"]) and m["vine/adv_std"] > 0
     # a hand-made group on one screen: two successes with GOOD, two failures with BAD, one step each; the
     # start values are the other rollouts' mean, so GOOD gets +2/3 and BAD -2/3 (no branch: no later state)
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     x = wifi_screens[0]
     group = contrast_group(pol, x)
     before = pol.log_probs([x], [GOOD]).detach()
@@ -190,7 +191,7 @@ def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, det
     assert m["vine/value_mean"] == pytest.approx(0.5) and m["charts/adv_abs"] == pytest.approx(2 / 3)
     assert pol.log_probs([x], [GOOD]).detach()[0] > before[0] + 0.1
     # whitened advantages (norm_adv, as ppo's): the same direction
-    pol = SmallPolicy(seed=0)
+    pol = SmallPolicy(app_names(), seed=0)
     whitened = Vine(VineConfig(k=2, lr=1e-3, epochs=4, minibatch_size=4, norm_adv=True))
     whitened.envs = envs
     whitened.update(pol, [contrast_group(pol, x)], 1, 0)
@@ -202,8 +203,8 @@ def test_the_loop_counts_branch_steps_against_the_budget(tmp_path):
     try:
         algo = Vine(VineConfig(iterations=2, instances_per_iter=2, group_size=2, k=2, max_states=2))
         with Run(tmp_path / "run", {"algo": "vine"}, wandb_mode="disabled") as run:
-            train_loop(algo, SmallPolicy(seed=0), envs, run, [TASK, "SystemBluetoothTurnOff"], seed=0,
-                       eval_n_per_task=1)
+            train_loop(algo, SmallPolicy(app_names(), seed=0), envs, run, [TASK, "SystemBluetoothTurnOff"],
+                       seed=0, eval_n_per_task=1)
             rows = run.metrics()
     finally:
         envs.close()

@@ -42,8 +42,8 @@ import numpy as np
 from PIL import Image
 
 from voyager_gym.actions import STATUS, Action, ActionError
-from voyager_gym.backends.base import Backend, BackendError
-from voyager_gym.observation import BoundingBox, UIElement
+from voyager_gym.backends.base import Backend, BackendError, unknown_task_error
+from voyager_gym.observation import SYSTEMUI, BoundingBox, UIElement
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,6 @@ INSTALL_HELP = (
     "`with voyager_gym.backends.aw_standin.installed(): ...`."
 )
 
-SYSTEMUI = "com.android.systemui"
 VOLATILE_RESOURCES = frozenset({f"{SYSTEMUI}:id/clock", f"{SYSTEMUI}:id/date"})
 _TIME_TEXT = re.compile(r"\d{1,2}:\d{2}(\s?[AaPp][Mm])?")
 _ELEMENT_FIELDS = tuple(
@@ -73,6 +72,7 @@ class AndroidWorldModules:
     env_launcher: Any
     json_action: Any
     registry: Any
+    adb_utils: Any  # holds the open_app table, `_PATTERN_TO_ACTIVITY`
 
 
 def import_android_world() -> AndroidWorldModules:
@@ -83,6 +83,7 @@ def import_android_world() -> AndroidWorldModules:
             env_launcher=importlib.import_module("android_world.env.env_launcher"),
             json_action=importlib.import_module("android_world.env.json_action"),
             registry=importlib.import_module("android_world.registry"),
+            adb_utils=importlib.import_module("android_world.env.adb_utils"),
         )
     except ImportError as e:
         missing = getattr(e, "name", None)
@@ -92,6 +93,17 @@ def import_android_world() -> AndroidWorldModules:
                 "`pip install -r requirements.txt` in the android_world checkout.\n" + INSTALL_HELP
             ) from e
         raise ImportError(f"cannot import android_world ({e}).\n{INSTALL_HELP}") from e
+
+
+def open_app_names(adb_utils: Any) -> tuple[str, ...]:
+    """AndroidWorld's open_app vocabulary: the first name of each pattern of its app table (`adb_utils.
+    _PATTERN_TO_ACTIVITY`, the regexes open_app's name is matched against: "google chrome|chrome" gives
+    "google chrome"), sorted."""
+    table = getattr(adb_utils, "_PATTERN_TO_ACTIVITY", None)
+    if not isinstance(table, dict) or not table:
+        raise ImportError(f"{adb_utils.__name__} has no _PATTERN_TO_ACTIVITY table of open_app's app names; "
+                          "expected android_world's adb_utils (update the android_world checkout)")
+    return tuple(sorted({str(p).split("|")[0].strip() for p in table}))
 
 
 def find_adb() -> str | None:
@@ -278,10 +290,12 @@ class AndroidWorldBackend(Backend):
     def task_names(self) -> list[str]:
         return sorted(self.registry)
 
+    @property
+    def app_names(self) -> tuple[str, ...]:
+        return open_app_names(self.aw.adb_utils)
+
     def task_cls(self, name: str) -> Any:
         if name not in self.registry:
-            from voyager_gym.backends.sim.backend import unknown_task_error
-
             raise unknown_task_error(name, list(self.registry))
         return self.registry[name]
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import abc
+import difflib
 from typing import Any
 
 import numpy as np
 
 from voyager_gym.actions import Action
 from voyager_gym.observation import UIElement
+
+
+def unknown_task_error(name: str, known: list[str]) -> KeyError:
+    """The error for a task name no backend registry has, suggesting the closest known name."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known tasks: {', '.join(sorted(known)[:8])}, ..."
+    return KeyError(f"unknown task {name!r}{hint}")
 
 
 class BackendError(RuntimeError):
@@ -24,6 +32,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def task_names(self) -> list[str]:
         """Every task this backend can run."""
+
+    @property
+    @abc.abstractmethod
+    def app_names(self) -> tuple[str, ...]:
+        """The apps `open_app` can name on this phone, sorted: the action vocabulary policies are built with
+        (VoyagerEnv publishes it as `metadata["app_names"]`)."""
 
     @abc.abstractmethod
     def task_info(self, name: str) -> dict[str, Any]:

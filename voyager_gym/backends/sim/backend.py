@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import pickle
 import random
 from typing import Any
@@ -11,21 +10,15 @@ from typing import Any
 import numpy as np
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.base import Backend
+from voyager_gym.backends.base import Backend, unknown_task_error
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise, noise_shows
-from voyager_gym.backends.sim.phone import Phone
+from voyager_gym.backends.sim.phone import Phone, launcher_app_names
 from voyager_gym.backends.sim.render import Renderer
 from voyager_gym.backends.sim.tasks import TASKS, SimTask
 from voyager_gym.backends.sim.tasks.base import View
 from voyager_gym.backends.sim.widgets import Node
 from voyager_gym.observation import UIElement
-
-
-def unknown_task_error(name: str, known: list[str]) -> KeyError:
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; known tasks: {', '.join(sorted(known)[:8])}, ..."
-    return KeyError(f"unknown task {name!r}{hint}")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -91,6 +84,10 @@ class SimDroidBackend(Backend):
     @property
     def task_names(self) -> list[str]:
         return sorted(TASKS)
+
+    @property
+    def app_names(self) -> tuple[str, ...]:
+        return tuple(launcher_app_names())
 
     def task_cls(self, name: str) -> type[SimTask]:
         if name not in TASKS:

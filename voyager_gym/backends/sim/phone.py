@@ -25,22 +25,25 @@ from voyager_gym.backends.sim.widgets import (
     STATUS_H,
     Node,
 )
-from voyager_gym.observation import UIElement
+from voyager_gym.observation import SYSTEMUI, UIElement
 
-SYSTEMUI = "com.android.systemui"
 IME = "com.google.android.inputmethod.latin"
 KEY_ROWS = ("qwertyuiop", "asdfghjkl", "^zxcvbnm<", "@, .>")  # ^ shift, < delete, @ symbols, > enter
-_SWIPE_TO_SCROLL = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
 def _ensure_apps_loaded() -> None:
     from voyager_gym.backends.sim import apps  # noqa: F401  (registers every app module)
 
 
+def simdroid_apps() -> list[App]:
+    """Every SimDroid app (each app module registered), by package."""
+    _ensure_apps_loaded()
+    return [APPS[p] for p in sorted(APPS)]
+
+
 def launcher_app_names() -> list[str]:
     """Names of the apps on SimDroid's launcher, sorted (what open_app can name by label)."""
-    _ensure_apps_loaded()
-    return sorted(a.name for a in APPS.values() if a.on_launcher)
+    return sorted(a.name for a in simdroid_apps() if a.on_launcher)
 
 
 class Phone:
@@ -406,7 +409,7 @@ class Phone:
                 self.enter()
             elif t in (A.SCROLL, A.SWIPE):
                 pt = self._point(a) or (SCREEN_W // 2, (STATUS_H + CONTENT_BOTTOM) // 2)
-                direction = a.direction if t == A.SCROLL else _SWIPE_TO_SCROLL[a.direction]
+                direction = a.direction if t == A.SCROLL else A.OPPOSITE_DIRECTION[a.direction]
                 self.scroll(direction, *pt)
             elif t == A.NAVIGATE_BACK:
                 self.back()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from voyager_gym.actions import OPPOSITE_DIRECTION
 from voyager_gym.backends.sim import widgets as w
 from voyager_gym.backends.sim.device import SDCARD, DeviceState
 from voyager_gym.backends.sim.ui import ACCENT, GREY, INK, PAD, UI, WHITE, App, Screen, register_app
@@ -434,7 +435,7 @@ class ChromeScreen(Screen):
             p = state(dev)["page"]
             n = len(p["strokes"])
             off = ((n % 7) - 3) * 90
-            finger = {"down": "up", "up": "down", "left": "right", "right": "left"}[direction]
+            finger = OPPOSITE_DIRECTION[direction]
             mx, my = (
                 cx + (off if finger in ("up", "down") else 0),
                 (c0 + c1) // 2 + (off if finger in ("left", "right") else 0),

@@ -1,0 +1,64 @@
+"""Every algorithm of the shared loop (`algos/loop.py`) in one table: its name, class and config class.
+
+The entry points build algorithms from here (`make_algorithm`) and the configuration has one section per
+registered name. sb3-ppo is not in it: it trains with Stable-Baselines3's own loop on a fixed-size wrapper
+of the env (`algos/sb3_ppo.py`), not with this loop, and the comparison runs it as a separate baseline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from algos.gigpo import GiGPO, GiGPOConfig
+from algos.grpo import GRPO, GRPOConfig
+from algos.grsd import GRSD, GRSDConfig
+from algos.loop import Algorithm, LoopConfig
+from algos.ppo import PPO, PPOConfig
+from algos.rft import RFT, RFTConfig
+from algos.vine import Vine, VineConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm: built as `cls(config)`, configured by the config section `name`."""
+
+    name: str
+    cls: type[Algorithm]
+    config: type[LoopConfig]
+
+
+_ALGORITHMS: dict[str, AlgorithmSpec] = {}
+
+
+def register_algorithm(cls: type[Algorithm], config: type[LoopConfig]) -> None:
+    """Add an algorithm under its class's `name` (registered once)."""
+    if cls.name in _ALGORITHMS:
+        raise ValueError(f"algorithm {cls.name!r} is already registered")
+    _ALGORITHMS[cls.name] = AlgorithmSpec(cls.name, cls, config)
+
+
+def algorithm_names() -> list[str]:
+    """The registered algorithms, in registration order."""
+    return list(_ALGORITHMS)
+
+
+def algorithm_spec(name: str) -> AlgorithmSpec:
+    if name not in _ALGORITHMS:
+        raise ValueError(f"unknown algo {name!r}; expected one of {', '.join(_ALGORITHMS)}")
+    return _ALGORITHMS[name]
+
+
+def make_algorithm(name: str, cfg: Any = None) -> Algorithm:
+    """Algorithm `name` with `cfg` (an instance of its config class; default: the defaults)."""
+    spec = algorithm_spec(name)
+    if cfg is None:
+        cfg = spec.config()
+    elif not isinstance(cfg, spec.config):
+        raise TypeError(f"algo {name!r} takes a {spec.config.__name__}, got {type(cfg).__name__}")
+    return spec.cls(cfg)
+
+
+for _cls, _config in ((RFT, RFTConfig), (GRSD, GRSDConfig), (GRPO, GRPOConfig), (PPO, PPOConfig),
+                      (GiGPO, GiGPOConfig), (Vine, VineConfig)):
+    register_algorithm(_cls, _config)

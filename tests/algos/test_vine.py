@@ -223,8 +223,8 @@ def test_the_loop_leaves_the_update_only_the_budget_left(tmp_path):
     try:
         algo = Vine(VineConfig(instances_per_iter=2, group_size=2, k=2, max_states=2))
         with Run(tmp_path / "run", {"algo": "vine"}, wandb_mode="disabled") as run:
-            train_loop(algo, SmallPolicy(seed=0), envs, run, [TASK, "SystemBluetoothTurnOff"], seed=0,
-                       eval_n_per_task=1, max_env_steps=1)
+            train_loop(algo, SmallPolicy(app_names(), seed=0), envs, run, [TASK, "SystemBluetoothTurnOff"],
+                       seed=0, eval_n_per_task=1, max_env_steps=1)
             rows = run.metrics()
     finally:
         envs.close()

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim.device import DeviceState
-from voyager_gym.observation import UIElement
+from voyager_gym.observation import SYSTEMUI, UIElement
 
 TASKS: dict[str, type[SimTask]] = {}
 T = TypeVar("T")
@@ -237,10 +237,7 @@ class View:
     def app(self) -> str | None:
         """Package of the app in front (ignoring system UI and the keyboard)."""
         for e in self.elements:
-            if e.package_name and e.package_name not in (
-                "com.android.systemui",
-                "com.google.android.inputmethod.latin",
-            ):
+            if e.package_name and e.package_name not in (SYSTEMUI, "com.google.android.inputmethod.latin"):
                 return e.package_name
         return None
 

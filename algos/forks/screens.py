@@ -59,9 +59,6 @@ class Screens:
         self._masks: dict[tuple, np.ndarray] = {}
         self._kept: dict[tuple[int, bool], np.ndarray] = {}
 
-    def __len__(self) -> int:
-        return len(self._crops)
-
     def add_many(self, screens: Sequence[Any], whos: Sequence[str]) -> list[int]:
         """Frame ids of screens (RGB uint8 (H, W, 3), RGBA or gray (H, W)); `whos` name them in errors."""
         cfg = self.cfg
@@ -163,7 +160,7 @@ class Screens:
         if ga.shape != gb.shape:
             return ("different", -1)
         h, w = ga.shape
-        d = np.abs(ga.astype(np.int16) - gb) > (cfg.local_diff or 16)
+        d = cv2.absdiff(ga, gb) > (cfg.local_diff or 16)
         d &= ~self.static_mask(ga.shape)
         rows = np.flatnonzero(d.any(axis=1))
         if rows.size == 0:

@@ -43,6 +43,7 @@ class Steps:
         self._scores: dict[tuple[int, int], tuple[float, bool]] = {}  # frame pair -> (score, exact)
         self._locals: dict[tuple[int, int], tuple] = {}
         self._robust: dict[tuple[int, int], float | None] = {}
+        self._blends: dict[tuple[int, int, int], tuple[float, tuple] | None] = {}
         if cfg.oracle:
             frames = [-1] * sum(len(traj) for traj in trajectories)
         else:
@@ -181,17 +182,27 @@ class Steps:
                 best = None
                 for j in fit:
                     cand = cands[int(j)]
-                    fit_j = self._unblend(a, p, cand)
-                    if fit_j is None:
+                    blend = self._blend(a, p, cand)
+                    if blend is None:
                         continue
-                    w = scr.local(scr.thumbnail(a), fit_j[0])
+                    q, w = blend
                     if w[0] == "same" or (w[0] == "overlay" and (trees or w[2])):
-                        rank = (-round(fit_j[1], 2), w[0] != "same", -use[cand])
+                        rank = (-round(q, 2), w[0] != "same", -use[cand])
                         if best is None or rank < best[0]:
                             best = (rank, cand)
                 if best is not None:
                     settled[sid] = best[1]
         return settled
+
+    def _blend(self, a: int, p: int, b: int) -> tuple[float, tuple] | None:
+        """q and the local check of frame a against its fitted blend of p and b (`_unblend`), once per
+        triple (sibling rollouts repeat transitions)."""
+        key = (a, p, b)
+        if key not in self._blends:
+            fit = self._unblend(a, p, b)
+            scr = self.screens
+            self._blends[key] = None if fit is None else (fit[1], scr.local(scr.thumbnail(a), fit[0]))
+        return self._blends[key]
 
     def _unblend(self, a: int, p: int, b: int) -> tuple[np.ndarray, float] | None:
         """If thumbnail a looks like q * p + (1 - q) * b (a screenshot taken while p gave way to b), that

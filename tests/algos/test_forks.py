@@ -452,6 +452,8 @@ def test_config_validation_names_the_bad_value():
         ForkConfig(teacher="best")
     with pytest.raises(ValueError, match="region"):
         ForkConfig(masks=((0.0, 0.5, 1.0, 0.4),))
+    with pytest.raises(ValueError, match="win_size=15"):  # SSIM's exact window sums are int32
+        ForkConfig(win_size=15)
 
 
 # ----------------------------------------------- group_forks ------------------------------------------------

@@ -234,7 +234,7 @@ def test_resize_area_is_area_averaging():
         Screens(FAITHFUL, 480).add_many([img.astype(np.float32)], ["x"])
 
 
-def test_rgb_to_gray_matches_opencv():
+def test_gray_matches_the_recorded_opencv_output():
     g = gray(_pattern(50, 40))
     assert hashlib.sha256(g.tobytes()).hexdigest()[:16] == "dd4c84e31c0895b0"
 

@@ -449,9 +449,9 @@ class TrajectoryBuffer:
         thumbnail, where kept, goes in the `images` column with an image part in its turn.
 
         Columns: messages, group_id, trajectory_id, task, instance_seed, goal, reward (the trajectory's
-        score), success, num_steps, and forks: GRSD's fork points (`algos.grsd.find_forks` results) that
-        involve the trajectory, each {role ("failed" or "teacher"), step, other_trajectory_id, other_step,
-        correction (the teacher step's response), sim_current, sim_next}, empty where none."""
+        score), success, num_steps, and forks: GRSD's fork points (`algos.forks.examples.find_forks` results)
+        that involve the trajectory, each {role ("failed" or "teacher"), step, other_trajectory_id,
+        other_step, correction (the teacher step's response), sim_current, sim_next}, empty where none."""
         import datasets
 
         from voyager_gym.integrations.trl import observation_text, result_text, tool_schemas
@@ -518,8 +518,8 @@ class TrajectoryBuffer:
 
 
 def _fork_notes(forks: Iterable[Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Per (group id, trajectory id), the forks (`algos.grsd.ForkExample`s) it is the failed or teacher side
-    of, as `to_conversations`' `forks` column entries."""
+    """Per (group id, trajectory id), the forks (`algos.forks.examples.ForkExample`s) it is the failed or
+    teacher side of, as `to_conversations`' `forks` column entries."""
     notes: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for f in forks:
         correction = f.teacher.steps[f.teacher_step].response

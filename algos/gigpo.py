@@ -7,7 +7,7 @@ with errored trajectories left out as GRPO leaves them out:
 - episode advantage A^E(tau_i): GRPO's, from R_i = score_i - invalid_penalty * (its invalid steps);
 - anchor states: the group's steps fall into classes of steps that faced the same screen, whichever rollout
   and whichever turn (a rollout that loops meets its own earlier screens). `anchor="robust"` decides "same
-  screen" with the comparison GRSD's robust fork detector makes (algos/forkpoint.py: bars masked, carets,
+  screen" with the comparison GRSD's robust fork detector makes (algos/forks/: bars masked, carets,
   toasts and mid-transition blends excused, accessibility trees confirming), so the same code runs on real
   screenshots; `anchor="exact"` uses SimDroid's ground-truth `screen_key` (the paper's exact matching of
   text observations; an ablation here);
@@ -77,7 +77,7 @@ def anchor_classes(trajs: Sequence[Trajectory], anchor: str) -> list[list[int]]:
                                      "gigpo.anchor=robust")
         return [[ids.setdefault(s.screen_key, len(ids)) for s in t.steps] for t in trajs]
     if anchor == "robust":
-        from algos.forkpoint import ForkConfig, screen_classes
+        from algos.forks import ForkConfig, screen_classes
 
         return screen_classes(trajs, ForkConfig.robust())
     raise ValueError(f"gigpo.anchor={anchor!r}: expected one of {', '.join(ANCHORS)}")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from algos.buffer import Group, Step, Trajectory
-from algos.forkpoint import ForkConfig, action_key, group_forks
+from algos.forks import ForkConfig, action_key, group_forks
 from voyager_gym.actions import Action, parse_action
 from voyager_gym.backends.sim.noise import NoiseConfig
 

@@ -1,19 +1,20 @@
-"""Fork-point speed: our faithful detector against a per-pair reference, on realistic groups.
+"""Fork-point speed: our faithful detector against UI-Voyager's published code path, on realistic groups.
 
 Groups: 8 rollouts of a SimDroid task (2 expert; 6 expert with 30-50% seeded random detours, which mostly
-wander until the 30-step budget ends) with default screen noise, screenshots rendered at `--scale` of
-1080x2400 (default 0.5: 540x1200, so the 480x270 thumbnail is a downscale in both axes, as for real
-screenshots). The reference is UI-Voyager's published code path (cores/fork_utils.py obs_similarity,
-cores/fork_algorithm.py _backward_state_match and analyze_single_task) on the same frames, in memory: the mean
-hash of a screenshot computed on its first comparison and its thumbnail on its first pass of the hash
-prefilter (their per-file caches), `skimage.metrics.structural_similarity` afresh at every call inside the
-literal transition-advance / candidate loops, and each match pair's similarities recomputed afterwards as
-analyze_single_task does. Both use this project's cv2-exact `resize_area` (no cv2 here). Both must produce the
-same forks (steps, and similarities to 1e-6). Timings are process CPU seconds, the fastest of --repeat
-alternating runs (the machine may be shared), split into thumbnails+hashes ("phi") and the rest ("match");
-the summary line gives the ratios and our wall time per group.
+wander until the 30-step budget ends) with default screen noise, screenshots rendered at each of `--scales`
+of 1080x2400 (default 0.5 and 1.0: 540x1200 and AndroidWorld's 1080x2400). The reference is UI-Voyager's
+code as published (cores/fork_utils.py obs_similarity, cores/fork_algorithm.py _backward_state_match and
+analyze_single_task) on the same frames, in memory: per screenshot, crop the top 25/878, cv2.resize
+INTER_AREA to 16x16 and cv2.cvtColor to gray for the mean hash (on its first comparison), the same to 480x270
+for the thumbnail (on its first pass of the hash prefilter; both cached per screenshot, as their
+process-level caches are), `skimage.metrics.structural_similarity` afresh at every call inside the literal
+transition-advance / candidate loops, and each match pair's similarities recomputed afterwards as
+analyze_single_task does. Both must produce the same forks (steps, and similarities to 1e-6). Timings are
+process CPU seconds, the fastest of --repeat alternating runs (the machine may be shared), split into
+thumbnails + hashes ("phi": the same OpenCV calls on both sides, each screenshot read at least once) and the
+rest ("match"); the summary line per size gives the ratios.
 
-    python benchmarks/forkpoint_speed.py [--groups 3] [--scale 0.5] [--tasks A,B] [--repeat 3]
+    python benchmarks/forkpoint_speed.py [--groups 3] [--scales 0.5,1.0] [--tasks A,B] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import os
 import sys
 import time
 
+import cv2
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from forkpoint_quality import make_group  # noqa: E402
 
-from algos.forkpoint import ForkConfig, _Screens, group_forks, resize_area, rgb_to_gray  # noqa: E402
+from algos.forks import ForkConfig, group_forks  # noqa: E402
+from algos.forks.screens import Screens  # noqa: E402
 
 TASKS = ["SimpleCalendarAddOneEvent", "VlcCreatePlaylist", "ExpenseAddSingle"]
 
@@ -56,16 +59,18 @@ class Reference:
     def _hash(self, key: int, screen: np.ndarray) -> np.ndarray:
         if key not in self.hashes:
             c = time.process_time()
-            small = rgb_to_gray(resize_area(self._crop(screen), (self.cfg.hash_size, self.cfg.hash_size)))
-            self.hashes[key] = (small >= small.mean()).ravel()
+            small = cv2.resize(self._crop(screen), (self.cfg.hash_size, self.cfg.hash_size),
+                               interpolation=cv2.INTER_AREA)
+            small = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)  # RGB frames (their BGR files: BGR2GRAY)
+            self.hashes[key] = (small >= small.mean()).astype(np.uint8).flatten()
             self.phi += time.process_time() - c
         return self.hashes[key]
 
     def _thumb(self, key: int, screen: np.ndarray) -> np.ndarray:
         if key not in self.thumbs:
             c = time.process_time()
-            thumb = resize_area(self._crop(screen), self.cfg.thumb_size)
-            self.thumbs[key] = rgb_to_gray(thumb).astype(np.float64)
+            thumb = cv2.resize(self._crop(screen), self.cfg.thumb_size, interpolation=cv2.INTER_AREA)
+            self.thumbs[key] = cv2.cvtColor(thumb, cv2.COLOR_RGB2GRAY).astype(np.float64)
             self.phi += time.process_time() - c
         return self.thumbs[key]
 
@@ -139,11 +144,11 @@ def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float]:
 
 
 def ours_group(grp, cfg: ForkConfig) -> tuple[list, float]:
-    """group_forks, and the CPU seconds it spent on thumbnails and hashes: inside `_Screens.add_many`
-    (deduplication, hash grids, planning thumbnail rows) and `_Screens._ensure` (thumbnail rows computed when
-    a comparison first reads them)."""
+    """group_forks, and the CPU seconds it spent on thumbnails and hashes: inside `Screens.add_many`
+    (deduplication, hash grids) and `Screens.thumbnail` (thumbnails made when a comparison first needs
+    them)."""
     spent = [0.0]
-    originals = {name: getattr(_Screens, name) for name in ("add_many", "_ensure")}
+    originals = {name: getattr(Screens, name) for name in ("add_many", "thumbnail")}
 
     def timing(fn):
         def run(self, *args):
@@ -154,12 +159,12 @@ def ours_group(grp, cfg: ForkConfig) -> tuple[list, float]:
                 spent[0] += time.process_time() - c
         return run
     for name, fn in originals.items():
-        setattr(_Screens, name, timing(fn))
+        setattr(Screens, name, timing(fn))
     try:
         return group_forks(grp, cfg), spent[0]
     finally:
         for name, fn in originals.items():
-            setattr(_Screens, name, fn)
+            setattr(Screens, name, fn)
 
 
 def timed(fn, *args):
@@ -168,62 +173,76 @@ def timed(fn, *args):
     return res, time.process_time() - c, time.perf_counter() - w
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=0.5)
-    ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each detector per group (fastest counts)")
-    args = ap.parse_args()
-    cfg = ForkConfig.faithful()
-    tasks = [t for t in args.tasks.split(",") if t]
-    tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_wall", "ref_phi"), 0.0)
-    ratios = []
-    identical = True
-    n_steps = 0
-    size = f"{round(1080 * args.scale)}x{round(2400 * args.scale)}"
-    print(f"forkpoint speed, faithful mode, screenshots {size}, noise 'default'; CPU ms per group "
+def same_forks(ours: list, ref: list) -> bool:
+    """Whether both found the same forks (failed trajectory and steps) with the same similarities."""
+    if sorted((f.traj_id, k.failed_step, k.teacher_step) for f, _, k in ours) != sorted(r[:3] for r in ref):
+        return False
+    sims = {(f.traj_id, k.failed_step): (k.sim_current, k.sim_next) for f, _, k in ours}
+    for r in ref:
+        s_cur, s_next = sims[(r[0], r[1])]
+        if abs(s_cur - r[3]) >= 1e-6 or np.isnan(s_next) != np.isnan(r[4]) or (
+                not np.isnan(s_next) and abs(s_next - r[4]) >= 1e-6):
+            return False
+    return True
+
+
+def run_size(scale: float, tasks: list[str], n_groups: int, repeat: int, cfg: ForkConfig) -> bool:
+    """Time both detectors on n_groups groups rendered at `scale`; print a row per group and a summary.
+    Returns whether all decisions were identical."""
+    tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_phi"), 0.0)
+    ratios, identical, n_steps = [], True, 0
+    size = f"{round(1080 * scale)}x{round(2400 * scale)}"
+    print(f"\nforkpoint speed, faithful mode, screenshots {size}, noise 'default'; CPU ms per group "
           "(phi = thumbnails + hashes, match = the rest)")
     print(f"{'group':30s} {'steps':>5s} {'forks':>5s} {'ours':>6s} {'phi':>5s} {'match':>5s} {'ref':>6s} "
           f"{'phi':>5s} {'match':>6s} {'SSIMs':>5s} {'total':>6s} {'match':>6s}")
-    for k in range(args.groups):
+    for k in range(n_groups):
         task = tasks[k % len(tasks)]
-        grp = make_group(task, instance=k // len(tasks), noise="default", scale=args.scale, detour=(0.3, 0.5),
+        grp = make_group(task, instance=k // len(tasks), noise="default", scale=scale, detour=(0.3, 0.5),
                          give_up=0.0)  # weak-policy failures: they wander until the 30-step budget ends
         steps = sum(len(t.steps) for t in grp.trajectories)
         runs_o, runs_r = [], []
-        for _ in range(args.repeat):  # alternating, so a slow spell of a shared machine hits both
+        for _ in range(repeat):  # alternating, so a slow spell of a shared machine hits both
             runs_o.append(timed(ours_group, grp, cfg))
             runs_r.append(timed(reference_group, grp, cfg))
         (ours, ophi), oc, ow = min(runs_o, key=lambda r: r[1])
-        (ref, calls, rphi), rc, rw = min(runs_r, key=lambda r: r[1])
-        a = sorted((f.traj_id, k.failed_step, k.teacher_step) for f, _, k in ours)
-        b = sorted((r[0], r[1], r[2]) for r in ref)
-        same = a == b
-        if same:
-            sims = {(f.traj_id, k.failed_step): (k.sim_current, k.sim_next) for f, _, k in ours}
-            for r in ref:
-                s_cur, s_next = sims[(r[0], r[1])]
-                same &= abs(s_cur - r[3]) < 1e-6 and (np.isnan(s_next) == np.isnan(r[4])) and (
-                    np.isnan(s_next) or abs(s_next - r[4]) < 1e-6)
+        (ref, calls, rphi), rc, _ = min(runs_r, key=lambda r: r[1])
+        same = same_forks(ours, ref)
         identical &= same
-        for name, v in (("ours", oc), ("ours_wall", ow), ("ours_phi", ophi), ("ref", rc), ("ref_wall", rw),
-                        ("ref_phi", rphi)):
+        for name, v in (("ours", oc), ("ours_wall", ow), ("ours_phi", ophi), ("ref", rc), ("ref_phi", rphi)):
             tot[name] += v
         n_steps += steps
         om, rm = oc - ophi, rc - rphi
         ratios.append(rc / oc)
-        print(f"{grp.group_id:30s} {steps:5d} {len(a):5d} {oc * 1e3:6.0f} {ophi * 1e3:5.0f} {om * 1e3:5.0f} "
-              f"{rc * 1e3:6.0f} {rphi * 1e3:5.0f} {rm * 1e3:6.0f} {calls:5d} {rc / oc:5.1f}x {rm / om:5.1f}x"
-              f"{'' if same else '  DIFFERENT FORKS'}")
-    g = args.groups
+        print(f"{grp.group_id:30s} {steps:5d} {len(ours):5d} {oc * 1e3:6.0f} {ophi * 1e3:5.0f} "
+              f"{om * 1e3:5.0f} {rc * 1e3:6.0f} {rphi * 1e3:5.0f} {rm * 1e3:6.0f} {calls:5d} {rc / oc:5.1f}x "
+              f"{rm / max(om, 1e-9):5.1f}x{'' if same else '  DIFFERENT FORKS'}")
+    g = n_groups
     om, rm = (tot["ours"] - tot["ours_phi"]) / g, (tot["ref"] - tot["ref_phi"]) / g
-    print(f"\nsummary: faithful detection {tot['ours'] / g * 1e3:.0f} ms/group "
-          f"(wall {tot['ours_wall'] / g * 1e3:.0f}; {n_steps / g:.0f} steps) vs per-pair skimage reference "
-          f"{tot['ref'] / g * 1e3:.0f} ms/group: {tot['ref'] / tot['ours']:.1f}x overall, {rm / om:.1f}x on "
-          f"matching ({om * 1e3:.0f} vs {rm * 1e3:.0f} ms; thumbnails {tot['ours_phi'] / g * 1e3:.0f} vs "
-          f"{tot['ref_phi'] / g * 1e3:.0f} ms); per group {min(ratios):.1f}x to {max(ratios):.1f}x; "
-          f"decisions identical: {'yes' if identical else 'NO'}")
+    print(f"summary {size}: faithful detection {tot['ours'] / g * 1e3:.0f} ms/group (wall "
+          f"{tot['ours_wall'] / g * 1e3:.0f}; {n_steps / g:.0f} steps) vs UI-Voyager's code path "
+          f"{tot['ref'] / g * 1e3:.0f} ms/group: {tot['ref'] / tot['ours']:.1f}x overall, "
+          f"{rm / max(om, 1e-9):.1f}x on matching ({om * 1e3:.0f} vs {rm * 1e3:.0f} ms; thumbnails "
+          f"{tot['ours_phi'] / g * 1e3:.0f} vs {tot['ref_phi'] / g * 1e3:.0f} ms); per group "
+          f"{min(ratios):.1f}x to {max(ratios):.1f}x; decisions identical: {'yes' if identical else 'NO'}")
+    return identical
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", type=int, default=3)
+    ap.add_argument("--scales", default="0.5,1.0", help="render scales of 1080x2400, comma-separated")
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each detector per group (fastest counts)")
+    args = ap.parse_args()
+    tasks = [t for t in args.tasks.split(",") if t]
+    scales = [float(x) for x in args.scales.split(",") if x]
+    if not tasks or not scales or args.groups < 1 or args.repeat < 1:
+        raise SystemExit(f"need tasks, scales, --groups >= 1 and --repeat >= 1; got --tasks {args.tasks!r} "
+                         f"--scales {args.scales!r} --groups {args.groups} --repeat {args.repeat}")
+    ok = [run_size(s, tasks, args.groups, args.repeat, ForkConfig.faithful()) for s in scales]
+    if not all(ok):
+        raise SystemExit("different forks from the reference: a bug in one of them")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def run_experiment(command: str, argv: list[str]) -> int:
 def cmd_forks(args: argparse.Namespace) -> int:
     """Draw the newest GRSD forks of a run folder (a failed step and the successful step it learns from)."""
     try:
-        from algos.forks_figure import draw_run_forks
+        from algos.forks.figure import draw_run_forks
     except ModuleNotFoundError as e:
         return needs_extra("forks", e)
     try:

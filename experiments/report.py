@@ -478,7 +478,7 @@ def fork_pictures(out: Path, n: int = 3) -> list[Path]:
     runs = sorted((out / "runs").glob("grsd-s*"))
     if not runs:
         return []
-    from algos.forks_figure import draw_run_forks
+    from algos.forks.figure import draw_run_forks
 
     try:
         return [draw_run_forks(runs[0], out / "forks.png", n=n)]

@@ -168,7 +168,7 @@ def test_missing_training_extra_names_the_extra(monkeypatch, capsys):
 
 def test_forks_without_the_training_extra_names_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if the training extra were not installed
-    for name in ("algos.forks_figure", "algos.buffer"):
+    for name in ("algos.forks.figure", "algos.forks.examples", "algos.forks", "algos.buffer"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert cli.main(["forks", "runs/none"]) == 2
     assert "voyager-gym[train]" in capsys.readouterr().err

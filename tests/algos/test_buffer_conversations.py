@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from algos.buffer import TrajectoryBuffer
-from algos.grsd import find_forks
+from algos.forks.examples import find_forks
 from algos.prompt import SYSTEM
 from tests.algos.test_buffer import hand_buffer
 from tests.algos.test_grsd import detour_groups

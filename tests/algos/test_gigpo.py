@@ -14,7 +14,7 @@ from algos.gigpo import GiGPO, GiGPOConfig, anchor_classes, discounted_returns, 
 from algos.grpo import GRPO, GRPOConfig
 from algos.policies.small import SmallPolicy
 from algos.prompt import render_response
-from tests.algos.test_forkpoint import screen
+from tests.algos.test_forks import screen
 from tests.algos.test_grpo import BAD, GOOD, dummy, make_group, make_traj
 from voyager_gym.actions import Action
 from voyager_gym.env import app_names
@@ -113,7 +113,7 @@ def test_robust_anchors_find_the_same_states_in_screenshots():
     _, found = gigpo_advantages([paper_group(pixels=True)], GiGPOConfig(gamma=0.5, anchor="robust"))
     assert found.key_pairs == [True] * 5
     # the fork detector's oracle mode (screen keys) is the exact matching
-    from algos.forkpoint import ForkConfig, screen_classes
+    from algos.forks import ForkConfig, screen_classes
 
     assert screen_classes(paper_group().trajectories, ForkConfig(oracle=True)) == [[0, 1, 2], [0, 1, 1, 2],
                                                                                    [0, 3]]

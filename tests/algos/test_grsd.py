@@ -12,16 +12,8 @@ import torch
 
 from algos.branch import Branch, play
 from algos.buffer import Group
-from algos.grsd import (
-    GRSD,
-    ForkCheck,
-    ForkExamples,
-    GRSDConfig,
-    find_forks,
-    load_run_forks,
-    mix_samples,
-    verify_forks,
-)
+from algos.forks.examples import ForkCheck, ForkExamples, find_forks, load_run_forks
+from algos.grsd import GRSD, GRSDConfig, mix_samples, verify_forks
 from algos.loop import train_loop
 from algos.policies.base import Policy, PolicyOutput
 from algos.policies.simple import ExpertPolicy
@@ -306,7 +298,7 @@ def test_verify_trains_on_verified_forks_only_and_counts_branch_steps(groups, br
 
 
 def test_the_fork_picture_shows_the_branching_result(groups):
-    from algos.forks_figure import forks_figure
+    from algos.forks.figure import forks_figure
 
     ex = ForkExamples()
     ex.add(1, find_forks(groups[:2]), [ForkCheck(3, 1, 4), None])

@@ -4,7 +4,7 @@ Each fork is drawn as two rows of screenshot thumbnails (teacher = successful ro
 below), the action under each thumbnail, the teacher step boxed in green and the failed step in red with the
 screen similarities the detector measured (the layout of UI-Voyager's BrowserMaze figure), and, for forks
 checked by branching, how often the current policy succeeded after the teacher's and after the failed action.
-Reads the fork examples GRSD keeps in a run folder's latest checkpoint (`algos.grsd.load_run_forks`).
+Reads the fork examples GRSD keeps in a run folder's latest checkpoint (`examples.load_run_forks`).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def forks_figure(pairs: list[tuple[dict[str, Any], Trajectory, Trajectory]], col
 
 def draw_run_forks(run_dir: str | Path, out: str | Path, n: int = 1, cols: int = MAX_COLS) -> Path:
     """Write a PNG of the `n` newest forks kept in `run_dir`'s latest checkpoint. Returns the path."""
-    from algos.grsd import load_run_forks
+    from algos.forks.examples import load_run_forks
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

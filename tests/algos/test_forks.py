@@ -6,27 +6,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import cv2
 import numpy as np
 import pytest
 from skimage.metrics import structural_similarity
 
 from algos.buffer import Group, Step, Trajectory
-from algos.forkpoint import (
-    _SSIM,
-    STATUS_BAR,
-    TOAST,
-    Fork,
-    ForkConfig,
-    _box,
-    _region_slice,
-    _Screens,
-    action_key,
-    detect_forks,
-    find_forks,
-    group_forks,
-    resize_area,
-    rgb_to_gray,
-)
+from algos.forks import STATUS_BAR, TOAST, Fork, ForkConfig, action_key, detect_forks, group_forks
+from algos.forks.config import region_slice
+from algos.forks.screens import Screens, gray, resize_area
+from algos.forks.ssim import SSIM, Stats, window_sums
+from algos.forks.walk import walk_matrices
 
 H, W = 600, 270  # synthetic screens: SimDroid's 0.25 render scale of 1080x2400
 FAITHFUL, ROBUST = ForkConfig.faithful(), ForkConfig.robust()
@@ -71,7 +61,7 @@ def _pattern(h: int, w: int) -> np.ndarray:
 # ------------------------------------------------ the walk ------------------------------------------------
 def _walk(same_rows: list[str], actions_equal: set[tuple[int, int]] = frozenset(),
           scores: dict[tuple[int, int], float] | None = None) -> list[tuple[int, int]]:
-    """find_forks on a SAME matrix drawn as strings ('1' = same screen)."""
+    """walk_matrices on a SAME matrix drawn as strings ('1' = same screen)."""
     same = np.array([[c == "1" for c in r] for r in same_rows])
     score = np.where(same, 1.0, 0.0)
     for (i, j), v in (scores or {}).items():
@@ -79,7 +69,7 @@ def _walk(same_rows: list[str], actions_equal: set[tuple[int, int]] = frozenset(
     act = np.zeros_like(same)
     for i, j in actions_equal:
         act[i, j] = True
-    return find_forks(same, score, act)
+    return walk_matrices(same, score, act)
 
 
 def test_walk_fork_where_the_failed_run_left_the_path():
@@ -132,9 +122,9 @@ def test_walk_lower_bound_is_monotone_and_a_teacher_may_teach_many():
     assert _walk(["00100", "10000"]) == [(0, 2)]
 
 
-def test_find_forks_checks_shapes():
+def test_walk_matrices_checks_shapes():
     with pytest.raises(ValueError, match="shapes"):
-        find_forks(np.zeros((2, 2), bool), np.zeros((2, 3)), np.zeros((2, 2), bool))
+        walk_matrices(np.zeros((2, 2), bool), np.zeros((2, 3)), np.zeros((2, 2), bool))
 
 
 # ------------------------------------------- faithful end to end -------------------------------------------
@@ -165,13 +155,13 @@ def test_loop_back_to_the_same_screen():
 
 def test_hash_prefilter_short_circuits_ssim(monkeypatch):
     calls = []
-    real = _SSIM.score_stats
+    real = SSIM.score
 
     def counting(self, *a, **k):
         calls.append(1)
         return real(self, *a, **k)
 
-    monkeypatch.setattr(_SSIM, "score_stats", counting)
+    monkeypatch.setattr(SSIM, "score", counting)
     # an inverted screen: its mean hash disagrees everywhere -> 'different' without any SSIM
     a = screen(1)
     forks = detect_forks([step(a, click(0))], [step(255 - a, click(1))])
@@ -184,7 +174,7 @@ def test_hash_prefilter_short_circuits_ssim(monkeypatch):
 
 
 def test_faithful_score_is_hash_similarity_below_the_prefilter():
-    scr = _Screens(FAITHFUL, 480)
+    scr = Screens(FAITHFUL, 480)
     ids = scr.add_many([screen(1), 255 - screen(1)], ["a", "b"])
     h = float(np.mean(scr.bits[ids[0]] == scr.bits[ids[1]]))
     f = detect_forks([step(1, click(0))], [step(255 - screen(1), click(1))])
@@ -240,53 +230,51 @@ def test_resize_area_is_area_averaging():
     two = np.array([[[1], [2]], [[2], [2]]], np.uint8).repeat(3, axis=2)
     assert resize_area(two, (1, 1))[0, 0, 0] == 2
     assert resize_area(img[:, :, 0], (20, 30)).shape == (30, 20)
-    with pytest.raises(ValueError, match="uint8"):
-        resize_area(img.astype(np.float32), (10, 10))
+    with pytest.raises(ValueError, match="uint8"):  # screens are 8-bit images, as UI-Voyager reads them
+        Screens(FAITHFUL, 480).add_many([img.astype(np.float32)], ["x"])
 
 
-def test_rgb_to_gray_matches_opencv():
-    g = rgb_to_gray(_pattern(50, 40))
+def test_gray_matches_the_recorded_opencv_output():
+    g = gray(_pattern(50, 40))
     assert hashlib.sha256(g.tobytes()).hexdigest()[:16] == "dd4c84e31c0895b0"
 
 
 def test_ssim_matches_skimage():
     rng = np.random.default_rng(1)
-    scr = _Screens(FAITHFUL, 480)
-    engine = _SSIM(scr)
+    engine = SSIM(FAITHFUL)
     for h, w in [(270, 480), (31, 47), (64, 9)]:
         a = rng.integers(0, 256, (h, w), dtype=np.uint8)
         for b in (rng.integers(0, 256, (h, w), dtype=np.uint8),
                   np.clip(a.astype(int) + rng.integers(-25, 25, (h, w)), 0, 255).astype(np.uint8),
                   np.where(np.arange(w) < w // 3, 255 - a, a).astype(np.uint8)):
-            ours = engine.score_stats(scr.stats_of(a), scr.stats_of(b))
+            ours = engine.score(Stats(a, 7), Stats(b, 7))
             ref = structural_similarity(a.astype(float), b.astype(float), data_range=255.0)
             assert abs(ours - ref) < 1e-6
             # the early-out returns an upper bound below the floor, the exact value above it
-            bound = engine.score_stats(scr.stats_of(a), scr.stats_of(b), floor=0.95)
+            bound = engine.score(Stats(a, 7), Stats(b, 7), floor=0.95)
             assert (bound >= ref - 1e-6 and bound < 0.95) if ref < 0.95 else abs(bound - ref) < 1e-6
 
 
 def test_gray_screens_get_the_direct_thumbnails():
-    """Gray (H, W) screens take the same shared-row path (one channel, no colour conversion)."""
+    """Gray (H, W) screens take the same path (one channel, no colour conversion)."""
     rng = np.random.default_rng(5)
     a = rng.integers(0, 256, (1200, 540), dtype=np.uint8)
     b = a.copy()
     b[500:520] = 0
-    scr = _Screens(FAITHFUL, 480)
+    scr = Screens(FAITHFUL, 480)
     ids = scr.add_many([a, b], ["a", "b"])
     for f, fid in zip((a, b), ids, strict=True):
         crop = f[int(1200 * FAITHFUL.crop_top):]
-        assert np.array_equal(scr.gray[fid], resize_area(crop, FAITHFUL.thumb_size))
+        assert np.array_equal(scr.thumbnail(fid), resize_area(crop, FAITHFUL.thumb_size))
         assert np.array_equal(scr.small[fid], resize_area(crop, (16, 16)))
-    ga, gb = (scr.gray[i].astype(float) for i in ids)
+    ga, gb = (scr.thumbnail(i).astype(float) for i in ids)
     ref = structural_similarity(ga, gb, data_range=255.0)
-    assert abs(_SSIM(scr).score(ids[0], ids[1]) - ref) < 1e-6
+    assert abs(scr.score(ids[0], ids[1]) - ref) < 1e-6
 
 
-def test_shared_row_ssim_matches_skimage_and_reuses_window_rows():
-    """Thumbnails built from shared rows are scored a window row at a time, with each pair of window rows'
-    deficit kept: scores (exact, with a floor, repeated, on near-duplicates sharing most window rows, with
-    masked regions) must equal skimage's SSIM over the same windows."""
+def test_masked_ssim_of_near_duplicates_matches_skimage():
+    """Scores (exact, with a floor, repeated, on near-duplicates, with masked regions) must equal skimage's
+    SSIM over the same windows."""
     base = np.kron(screen(4), np.ones((2, 2, 1), np.uint8))  # 1200x540: a downscale, so rows are pooled
     frames = [base]
     for y0, y1, v in ((300, 340, 0), (300, 340, 90), (700, 760, 30), (200, 1100, 255)):
@@ -294,37 +282,36 @@ def test_shared_row_ssim_matches_skimage_and_reuses_window_rows():
         f[y0:y1, 40:400] = v
         frames.append(f)
     for cfg, regions in ((FAITHFUL, ()), (dataclasses.replace(FAITHFUL, masks=(STATUS_BAR,)), (TOAST,))):
-        scr = _Screens(cfg, 480)
+        scr = Screens(cfg, 480)
         ids = scr.add_many(frames, ["f"] * len(frames))
-        engine = _SSIM(scr)
-        ignore = scr.static_mask(scr.gray[ids[0]].shape).copy()
+        ignore = scr.static_mask(scr.thumbnail(ids[0]).shape).copy()
         for r in regions:
-            ignore[_region_slice(r, *ignore.shape)] = True
-        keep = _box(ignore, 7, np.int32) == 0
+            ignore[region_slice(r, *ignore.shape)] = True
+        keep = window_sums(ignore.astype(np.uint8), 7) == 0
         for a, b in [(0, 1), (0, 2), (1, 2), (0, 1), (0, 3), (2, 3), (0, 4), (3, 4)]:
             fa, fb = ids[a], ids[b]
-            _, full = structural_similarity(scr.gray[fa].astype(float), scr.gray[fb].astype(float),
+            _, full = structural_similarity(scr.thumbnail(fa).astype(float), scr.thumbnail(fb).astype(float),
                                             data_range=255.0, full=True)
             ref = float(full[3:-3, 3:-3][keep].mean())  # skimage's windows are those that fit, cropped 3
-            assert abs(engine.score(fa, fb, regions) - ref) < 1e-6
-            bound = engine.score(fb, fa, regions, floor=0.95)
+            assert abs(scr.score(fa, fb, regions) - ref) < 1e-6
+            bound = scr.score(fb, fa, regions, floor=0.95)
             assert (bound >= ref - 1e-6 and bound < 0.95) if ref < 0.95 else abs(bound - ref) < 1e-6
-        assert engine._rows_memo[regions]  # window rows were kept for reuse
 
 
 def test_faithful_thumbnail_squashes_and_crops():
-    scr = _Screens(FAITHFUL, 480)
-    fid = scr.add(screen(1), "x")
-    assert scr.gray[fid].shape == (270, 480) and scr.bits[fid].shape == (256,)
-    robust = _Screens(ROBUST, 180)
-    assert robust.gray[robust.add(screen(1), "x")].shape == (400, 180)  # aspect kept: 600x270 -> 400x180
+    scr = Screens(FAITHFUL, 480)
+    (fid,) = scr.add_many([screen(1)], ["x"])
+    assert scr.thumbnail(fid).shape == (270, 480) and scr.bits[fid].shape == (256,)
+    robust = Screens(ROBUST, 180)
+    (fid,) = robust.add_many([screen(1)], ["x"])
+    assert robust.thumbnail(fid).shape == (400, 180)  # aspect kept: 600x270 -> 400x180
 
 
 @pytest.mark.parametrize("cfg", [FAITHFUL, ROBUST], ids=["faithful", "robust"])
 @pytest.mark.parametrize("shape", [(600, 270), (1200, 540), (2400, 1080), (601, 271)])
-def test_shared_rows_give_the_direct_thumbnails(cfg, shape):
-    """Thumbnail rows are computed once per distinct source band and shared between frames: every frame's
-    thumbnail and hash grid must still be exactly rgb_to_gray(resize_area(...)) of its own screen."""
+def test_thumbnails_and_hash_grids_are_opencv_s(cfg, shape):
+    """Every frame's thumbnail and hash grid are exactly OpenCV's (INTER_AREA resize of the crop, RGB to
+    gray) of its own screen, and frames are deduplicated by content."""
     h, w = shape
     rng = np.random.default_rng(h)
     base = np.kron(screen(3), np.ones((h // H + 1, w // W + 1, 1), np.uint8))[:h, :w]
@@ -340,24 +327,21 @@ def test_shared_rows_give_the_direct_thumbnails(cfg, shape):
         else:
             f[y:y + int(rng.integers(1, 40)), int(rng.integers(0, w // 2)):] = rng.integers(0, 256, 3)
         frames.append(f)
-    scr = _Screens(cfg, min(cfg.thumb_size[0], w))
+    scr = Screens(cfg, min(cfg.thumb_size[0], w))
     ids = scr.add_many(frames[:4], ["a"] * 4) + scr.add_many(frames[4:] + frames[:2], ["b"] * 6)
     assert ids[8:] == ids[:2] and len(set(ids)) == len(frames)  # equal screens share an id, others don't
     for f, fid in zip(frames, ids, strict=False):
         crop = f[int(h * cfg.crop_top):]
-        size = scr._thumb_size(crop.shape)
-        expect = rgb_to_gray(resize_area(crop, size))
-        assert np.array_equal(scr.gray[fid], expect)
+        size = scr.thumb_size(crop.shape)
+        expect = cv2.cvtColor(cv2.resize(crop, size, interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY)
+        assert np.array_equal(scr.thumbnail(fid), expect)
         hs = (cfg.hash_size, cfg.hash_size)
         if cfg.keep_aspect:
-            small = resize_area(np.where(scr.static_mask(expect.shape), 0, expect).astype(np.uint8), hs)
+            masked = np.where(scr.static_mask(expect.shape), 0, expect).astype(np.uint8)
+            small = cv2.resize(masked, hs, interpolation=cv2.INTER_AREA)
         else:
-            small = rgb_to_gray(resize_area(crop, hs))
+            small = cv2.cvtColor(cv2.resize(crop, hs, interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY)
         assert np.array_equal(scr.small[fid], small)
-    crop = frames[0][int(h * cfg.crop_top):]
-    size = scr._thumb_size(crop.shape)
-    if crop.shape[0] > size[1] and crop.shape[1] >= size[0]:  # a downscale: rows were shared, not recomputed
-        assert scr._rows[(crop.shape, size)].n < len(frames) * size[1] / 2
 
 
 # ------------------------------------------------ robust mode -----------------------------------------------
@@ -468,6 +452,8 @@ def test_config_validation_names_the_bad_value():
         ForkConfig(teacher="best")
     with pytest.raises(ValueError, match="region"):
         ForkConfig(masks=((0.0, 0.5, 1.0, 0.4),))
+    with pytest.raises(ValueError, match="win_size=15"):  # SSIM's exact window sums are int32
+        ForkConfig(win_size=15)
 
 
 # ----------------------------------------------- group_forks ------------------------------------------------
@@ -509,3 +495,18 @@ def test_group_forks_needs_screenshots():
     g.trajectories[1].steps[1].frame = None
     with pytest.raises(ValueError, match="'g-r1'"):
         group_forks(g)
+
+
+# ------------------------------------------- recorded decisions --------------------------------------------
+def test_decisions_on_the_grsd_test_groups_match_the_record():
+    """The forks and screen classes recorded by benchmarks/fork_decisions.py (before fork detection moved to
+    OpenCV and lost its row pools) on the GRSD test groups, faithful, robust and clean or noisy screens."""
+    import importlib.util
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("fork_decisions", bench / "fork_decisions.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    diffs, n_groups, n_forks = mod.check(str(bench / "data" / "fork_decisions.json"), "fixtures")
+    assert diffs == [] and n_groups == 6 and n_forks == 16

@@ -5,8 +5,10 @@ once into an alpha mask and cached; a frame is solid fills plus alpha blits of c
 Whole frames are cached too, keyed by the tree's visual content, so revisiting a screen costs a lookup.
 Only called when pixels are asked for.
 
-Memory is bounded: the glyph cache (text and icon masks, their premultiplied colour forms and pre-composited
-sprites) is an LRU by bytes, `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer); tiles have
+Memory is bounded: the glyph cache is `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer) in two
+LRUs by bytes: MASK_SHARE of it for rasterised masks (text, icons, corners: FreeType's work, the dear part)
+and the rest for what is derived from them (premultiplied colour forms and pre-composited sprites, 3 to 12
+bytes a pixel but a table lookup to rebuild), so sprites never push out the masks they come from; tiles have
 their own byte budget (48 MB); frames are `frame_cache` whole frames (16: 125 MB at full scale, 8 MB at
 0.25). Text longer than its box is cut to what can show before it is rasterised, so a 100 KB field costs
 what a full one does. Frames live in a small pool of buffers reused once no one holds them (`FramePool`), so
@@ -46,6 +48,7 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
 
 
 GLYPH_CACHE_MB = 96  # default byte budget of a renderer's glyph cache (masks, premultiples, sprites)
+MASK_SHARE = 0.5  # the glyph cache's share for rasterised masks (one pass over every task's text: ~43 MB)
 CLIP_CHARS = 128  # text up to this many characters is never cut (no extra measuring on ordinary labels)
 
 
@@ -211,9 +214,12 @@ class Renderer:
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
         self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
-        # masks, premultiples and sprites share one byte-bounded LRU; premultiples and sprites are keyed by
-        # their mask's id and keep the mask alive, so an id is never reused while its entries exist
-        self._glyphs = ByteLRU(glyph_cache_mb * 2**20)
+        # rasterised masks, and apart (so they cannot evict masks) the premultiples and sprites made from
+        # them; those are keyed by their mask's id and keep the mask alive, so an id is never reused while
+        # its entries exist
+        mask_budget = int(glyph_cache_mb * 2**20 * MASK_SHARE)
+        self._glyphs = ByteLRU(mask_budget)
+        self._blits = ByteLRU(glyph_cache_mb * 2**20 - mask_budget)
         self._rows: dict[tuple, np.ndarray] = {}  # one row per colour of the palette: a few KB each
         self._blanks = ByteLRU(4 * self.W * self.H * 3)  # blank frames of the last few background colours
         # every frame this renderer hands out lives in a pool buffer: cached frames, the last one, and what
@@ -283,7 +289,7 @@ class Renderer:
         return {
             "frames": sum(f.nbytes for f in self._frames.values()),
             "tiles": self._tile_bytes,
-            "glyphs": self._glyphs.nbytes,
+            "glyphs": self._glyphs.nbytes + self._blits.nbytes,
             "blanks": self._blanks.nbytes,
             "rows": sum(r.nbytes for r in self._rows.values()),
             "pool": self.pool.spare_bytes(),
@@ -341,14 +347,14 @@ class Renderer:
         color = tuple(color[:3])
         if under is not None:
             key = ("sprite", id(mask), color, under)
-            hit = self._glyphs.get(key)
+            hit = self._blits.get(key)
             if hit is None:
-                hit = self._glyphs.put(key, self._composite(mask, color, under))
+                hit = self._blits.put(key, self._composite(mask, color, under))
         else:
             key = ("premul", id(mask), color)
-            hit = self._glyphs.get(key)
+            hit = self._blits.get(key)
             if hit is None:
-                hit = self._glyphs.put(key, self._composite(mask, color, None))
+                hit = self._blits.put(key, self._composite(mask, color, None))
         if hit[0] is None:  # no ink: nothing to draw
             return
         (oy, ox), img = hit[0], hit[1]

@@ -383,20 +383,19 @@ class Renderer:
 
     def _composite(self, mask: np.ndarray, color: tuple, under: tuple | None) -> tuple:
         """A glyph-cache entry for blitting `mask` in `color`: ((oy, ox), then the pre-composited sprite over
-        `under`, or the inverse alpha and colour premultiple (uint16) when `under` is None), each (h, w*3).
-        A sprite covers the whole mask (it paints `under` where the mask has no ink, as it always has); a
-        blend covers only the ink box. The mask is kept last, alive, so its id stays unique while cached."""
+        `under`, or the inverse alpha and colour premultiple (uint16) when `under` is None), each (h, w*3)
+        over the mask's ink box only: outside it a sprite would paint `under` over `under`. The mask is kept
+        last, alive, so its id stays unique while cached."""
         c = np.asarray(color, np.uint16)
-        if under is not None:
-            table = _div255(np.asarray(under, np.uint16) * (255 - _ALPHA) + c * _ALPHA + 127).astype(np.uint8)
-            h, w = mask.shape[:2]
-            return ((0, 0), np.take(table, mask[..., 0], axis=0).reshape(h, w * 3), mask)
         box = _ink(mask)
         if box is None:
             return (None, mask)
         y0, x0, y1, x1 = box
         m = mask[y0:y1, x0:x1, 0]
         h, w = m.shape
+        if under is not None:
+            table = _div255(np.asarray(under, np.uint16) * (255 - _ALPHA) + c * _ALPHA + 127).astype(np.uint8)
+            return ((y0, x0), np.take(table, m, axis=0).reshape(h, w * 3), mask)
         inv = np.take(np.repeat(255 - _ALPHA, 3, axis=1), m, axis=0).reshape(h, w * 3)
         cm = np.take(c * _ALPHA + 127, m, axis=0).reshape(h, w * 3)
         return ((y0, x0), inv, cm, mask)

@@ -6,6 +6,7 @@ from PIL import Image
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim import SimDroidBackend
 from voyager_gym.backends.sim.render import Renderer
+from voyager_gym.backends.sim.widgets import SCREEN_H, SCREEN_W, Node
 from voyager_gym.cli import main
 
 
@@ -64,6 +65,29 @@ def test_caches_never_change_pixels():
     fresh = Renderer(0.5, frame_cache=0, tile_cache_mb=0)
     for root in screens:
         assert np.array_equal(b.renderer.render(root), fresh.render(root))
+
+
+def _list_screen(rows: list[str], bg=(255, 255, 255)) -> Node:
+    root = Node(bounds=(0, 0, SCREEN_W, SCREEN_H), bg=bg)
+    for k, text in enumerate(rows):
+        box = (0, 200 * k, SCREEN_W, 200 * k + 200)
+        root.add(Node(text=text, bounds=box, pad=24, border=(200, 200, 200)))
+    return root
+
+
+def test_a_screen_like_an_earlier_one_is_repainted_over_it_with_the_pixels_of_a_full_render():
+    """A list, a different screen, then the list with one row changed: the row is repainted over the
+    cached list frame (not a full render, not over the last frame), and the pixels are the reference's."""
+    rows = [f"Item number {k}" for k in range(10)]
+    edited = _list_screen(rows[:3] + ["Item three, renamed"] + rows[4:])
+    ref = Renderer(1.0, fast=False)
+    r = Renderer(1.0)
+    r.render(_list_screen(rows))
+    r.render(_list_screen([f"Other {k}" for k in range(12)], bg=(240, 240, 240)))
+    assert r.stats["partial"] == 0
+    frame = r.render(edited)
+    assert r.stats["partial"] == 1
+    assert np.array_equal(frame, ref.render(edited))
 
 
 def test_render_scale_changes_size_not_content():

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -195,6 +196,27 @@ def _ink(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     return int(rows[0]), int(cols[0]), int(rows[-1]) + 1, int(cols[-1]) + 1
 
 
+_Shot = tuple[np.ndarray, list[tuple], frozenset]  # a rendered frame, its visual items and their set
+DAMAGE_TRIES = 3  # cached frames tried as the base of a partial repaint (fewest differing items first)
+
+
+def _box(changed: Iterable[tuple]) -> Bounds | None:
+    """The on-screen bounding box of changed visual items, or None if it is empty or over half the screen
+    (then a full render is cheaper than a copy and a repaint)."""
+    changed = list(changed)
+    if not changed:
+        return None
+    x0 = max(0, min(t[0][0] for t in changed))
+    y0 = max(0, min(t[0][1] for t in changed))
+    x1 = min(SCREEN_W, max(t[0][2] for t in changed))
+    y1 = min(SCREEN_H, max(t[0][3] for t in changed))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
+        return None
+    return (x0, y0, x1, y1)
+
+
 class Renderer:
     """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
 
@@ -213,7 +235,7 @@ class Renderer:
         self.frame_cache = frame_cache
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
-        self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._frames: OrderedDict[int, _Shot] = OrderedDict()
         # rasterised masks, and apart (so they cannot evict masks) the premultiples and sprites made from
         # them; those are keyed by their mask's id and keep the mask alive, so an id is never reused while
         # its entries exist
@@ -233,7 +255,7 @@ class Renderer:
         self.fast = fast  # False: the plain reference path (no tiles, sprites, skipped fills or damage)
         if not fast:
             self.frame_cache, self.tile_budget = 0, 0
-        self._last: tuple[np.ndarray, list[tuple]] | None = None
+        self._last: _Shot | None = None
         self.fresh = False  # whether the last render() drew a new frame (returned by no earlier call)
 
     # -- public ----------------------------------------------------------------------------------------
@@ -242,26 +264,29 @@ class Renderer:
         caller handed the same screen (its buffer is reused only once no one refers to it).
 
         A frame seen recently is a cache lookup. Otherwise, if the tree differs from the last rendered one
-        in a small region (typing, a toggle, a toast), only that region is repainted over a copy of the last
-        frame: every node crossing it is redrawn clipped to it, in order, over a fresh background, which
-        gives exactly the pixels of a full render."""
+        or a cached one in a small region (typing, a toggle, a toast, a list back from a detail screen with
+        one row changed), only that region is repainted over a copy of that frame: every node crossing it is
+        redrawn clipped to it, in order, over a fresh background, which gives exactly the pixels of a full
+        render."""
         items = [n.visual_tuple() for n in root.nodes()]
         key = hash(tuple(items))
-        frame = self._frames.get(key)
-        if frame is not None:
+        shot = self._frames.get(key)
+        if shot is not None:
             self._frames.move_to_end(key)
             self.stats["hits"] += 1
             self.fresh = False
-            self._last = (frame, items)
-            return frame
+            self._last = shot
+            return shot[0]
         self.stats["misses"] += 1
         self.fresh = True
         bg = tuple((root.bg or (255, 255, 255))[:3])
-        damage = self._damage(items) if self.incremental else None
-        if damage is not None:
+        itemset = frozenset(items)
+        found = self._damage(items, itemset) if self.incremental else None
+        if found is not None:
             self.stats["partial"] += 1
+            under, damage = found
             frame = self.pool.take()
-            np.copyto(frame, self._last[0])
+            np.copyto(frame, under)
             self.fill(frame, self.rect(damage), bg)
             self._draw(frame, root, damage, bg)
         else:
@@ -277,9 +302,9 @@ class Renderer:
                 np.copyto(frame, blank)
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
-        self._last = (frame, items)
+        self._last = (frame, items, itemset)
         if self.frame_cache > 0:
-            self._frames[key] = frame
+            self._frames[key] = self._last
             while len(self._frames) > self.frame_cache:
                 self._frames.popitem(last=False)
         return frame
@@ -287,7 +312,7 @@ class Renderer:
     def cache_bytes(self) -> dict[str, int]:
         """Bytes held by each cache (frames, tiles, glyphs, blank frames, colour rows, spare pool buffers)."""
         return {
-            "frames": sum(f.nbytes for f in self._frames.values()),
+            "frames": sum(f[0].nbytes for f in self._frames.values()),
             "tiles": self._tile_bytes,
             "glyphs": self._glyphs.nbytes + self._blits.nbytes,
             "blanks": self._blanks.nbytes,
@@ -300,24 +325,24 @@ class Renderer:
         a rendered one (noisy or blended screenshots). Set it read-only before handing it out."""
         return self.pool.take()
 
-    def _damage(self, items: list[tuple]) -> Bounds | None:
-        """The bounding box of what changed since the last frame, or None to render in full."""
-        if self._last is None:
-            return None
-        prev = Counter(self._last[1])
-        new = Counter(items)
-        changed = list((prev - new).elements()) + list((new - prev).elements())
-        if not changed:
-            return None
-        x0 = max(0, min(t[0][0] for t in changed))
-        y0 = max(0, min(t[0][1] for t in changed))
-        x1 = min(SCREEN_W, max(t[0][2] for t in changed))
-        y1 = min(SCREEN_H, max(t[0][3] for t in changed))
-        if x1 <= x0 or y1 <= y0:
-            return None
-        if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
-            return None
-        return (x0, y0, x1, y1)
+    def _damage(self, items: list[tuple], itemset: frozenset) -> tuple[np.ndarray, Bounds] | None:
+        """A frame to repaint over and the bounding box of what differs from it, or None to render in full.
+
+        Candidates are the last frame and the cached ones; those whose item sets differ least from `items`
+        (set differences are cheap) are tried first, and the box is then taken from the multiset
+        difference, since a node drawn twice is not a node drawn once."""
+        shots = list(self._frames.values())
+        if self._last is not None and not any(s[0] is self._last[0] for s in shots):
+            shots.append(self._last)
+        ranked = sorted((len(itemset ^ s[2]), i) for i, s in enumerate(shots))
+        for n, i in ranked[:DAMAGE_TRIES]:
+            if n == 0 or _box(itemset ^ shots[i][2]) is None:  # same set: only an order or a count differs
+                continue
+            prev, new = Counter(shots[i][1]), Counter(items)
+            box = _box(list((prev - new).elements()) + list((new - prev).elements()))
+            if box is not None:
+                return shots[i][0], box
+        return None
 
     def px(self, v: float) -> int:
         return int(round(v * self.scale)) if self.scale != 1.0 else int(v)

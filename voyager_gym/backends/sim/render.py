@@ -332,7 +332,7 @@ class Renderer:
         (set differences are cheap) are tried first, and the box is then taken from the multiset
         difference, since a node drawn twice is not a node drawn once."""
         shots = list(self._frames.values())
-        if self._last is not None and not any(s[0] is self._last[0] for s in shots):
+        if self._last is not None and (not shots or shots[-1] is not self._last):  # newest, if cached
             shots.append(self._last)
         ranked = sorted((len(itemset ^ s[2]), i) for i, s in enumerate(shots))
         for n, i in ranked[:DAMAGE_TRIES]:

@@ -90,6 +90,22 @@ def test_a_screen_like_an_earlier_one_is_repainted_over_it_with_the_pixels_of_a_
     assert np.array_equal(frame, ref.render(edited))
 
 
+def test_overlapping_nodes_drawn_in_another_order_are_not_left_as_they_were():
+    """Two overlapping boxes swap drawing order while a label elsewhere changes: the label's box is not
+    all that differs, so no repaint of that box alone is taken; the pixels are the reference's."""
+    def screen(label: str, swap: bool) -> Node:
+        red = Node(bounds=(0, 300, 600, 900), bg=(220, 40, 40))
+        blue = Node(bounds=(300, 600, 900, 1200), bg=(40, 40, 220))
+        root = Node(bounds=(0, 0, SCREEN_W, SCREEN_H), bg=(255, 255, 255))
+        boxes = (blue, red) if swap else (red, blue)
+        return root.add(*boxes, Node(text=label, bounds=(0, 2000, 800, 2100)))
+
+    r = Renderer(1.0)
+    r.render(screen("one", swap=False))
+    frame = r.render(screen("two", swap=True))
+    assert np.array_equal(frame, Renderer(1.0, fast=False).render(screen("two", swap=True)))
+
+
 def test_render_scale_changes_size_not_content():
     for scale, shape in ((1.0, (2400, 1080, 3)), (0.25, (600, 270, 3))):
         b = SimDroidBackend(render_scale=scale, noise="none")

@@ -217,6 +217,11 @@ def _box(changed: Iterable[tuple]) -> Bounds | None:
     return (x0, y0, x1, y1)
 
 
+def _same_order(a: list[tuple], b: list[tuple], shared: frozenset) -> bool:
+    """Whether the items in `shared` come in the same order in `a` and `b`."""
+    return [t for t in a if t in shared] == [t for t in b if t in shared]
+
+
 class Renderer:
     """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
 
@@ -330,7 +335,8 @@ class Renderer:
 
         Candidates are the last frame and the cached ones; those whose item sets differ least from `items`
         (set differences are cheap) are tried first, and the box is then taken from the multiset
-        difference, since a node drawn twice is not a node drawn once."""
+        difference, since a node drawn twice is not a node drawn once. A candidate whose shared items are
+        drawn in another order is passed over: overlapping nodes swapped outside the box would show."""
         shots = list(self._frames.values())
         if self._last is not None and (not shots or shots[-1] is not self._last):  # newest, if cached
             shots.append(self._last)
@@ -340,7 +346,7 @@ class Renderer:
                 continue
             prev, new = Counter(shots[i][1]), Counter(items)
             box = _box(list((prev - new).elements()) + list((new - prev).elements()))
-            if box is not None:
+            if box is not None and _same_order(shots[i][1], items, itemset & shots[i][2]):
                 return shots[i][0], box
         return None
 

@@ -203,13 +203,12 @@ DAMAGE_TRIES = 3  # cached frames tried as the base of a partial repaint (fewest
 def _box(changed: Iterable[tuple]) -> Bounds | None:
     """The on-screen bounding box of changed visual items, or None if it is empty or over half the screen
     (then a full render is cheaper than a copy and a repaint)."""
-    changed = list(changed)
-    if not changed:
+    bounds = [t[0] for t in changed]
+    if not bounds:
         return None
-    x0 = max(0, min(t[0][0] for t in changed))
-    y0 = max(0, min(t[0][1] for t in changed))
-    x1 = min(SCREEN_W, max(t[0][2] for t in changed))
-    y1 = min(SCREEN_H, max(t[0][3] for t in changed))
+    x0s, y0s, x1s, y1s = zip(*bounds, strict=True)
+    x0, y0 = max(0, min(x0s)), max(0, min(y0s))
+    x1, y1 = min(SCREEN_W, max(x1s)), min(SCREEN_H, max(y1s))
     if x1 <= x0 or y1 <= y0:
         return None
     if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
@@ -340,14 +339,17 @@ class Renderer:
         shots = list(self._frames.values())
         if self._last is not None and (not shots or shots[-1] is not self._last):  # newest, if cached
             shots.append(self._last)
-        ranked = sorted((len(itemset ^ s[2]), i) for i, s in enumerate(shots))
-        for n, i in ranked[:DAMAGE_TRIES]:
-            if n == 0 or _box(itemset ^ shots[i][2]) is None:  # same set: only an order or a count differs
+        diffs = [itemset ^ s[2] for s in shots]
+        for i in sorted(range(len(shots)), key=lambda i: len(diffs[i]))[:DAMAGE_TRIES]:
+            frame, prev_items, prev_set = shots[i]
+            box = _box(diffs[i]) if diffs[i] else None  # an empty set difference: only order or counts differ
+            if box is None:
                 continue
-            prev, new = Counter(shots[i][1]), Counter(items)
-            box = _box(list((prev - new).elements()) + list((new - prev).elements()))
-            if box is not None and _same_order(shots[i][1], items, itemset & shots[i][2]):
-                return shots[i][0], box
+            if len(items) != len(itemset) or len(prev_items) != len(prev_set):  # repeated items: count them
+                prev, new = Counter(prev_items), Counter(items)
+                box = _box(list((prev - new).elements()) + list((new - prev).elements()))
+            if box is not None and _same_order(prev_items, items, itemset & prev_set):
+                return frame, box
         return None
 
     def px(self, v: float) -> int:

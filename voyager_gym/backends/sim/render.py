@@ -332,10 +332,11 @@ class Renderer:
     def _damage(self, items: list[tuple], itemset: frozenset) -> tuple[np.ndarray, Bounds] | None:
         """A frame to repaint over and the bounding box of what differs from it, or None to render in full.
 
-        Candidates are the last frame and the cached ones; those whose item sets differ least from `items`
-        (set differences are cheap) are tried first, and the box is then taken from the multiset
-        difference, since a node drawn twice is not a node drawn once. A candidate whose shared items are
-        drawn in another order is passed over: overlapping nodes swapped outside the box would show."""
+        Candidates are the last frame and the cached ones (one set difference of visual items each); the
+        DAMAGE_TRIES whose item sets differ least from `items` are tried, and the box is taken from the
+        multiset difference, since a node drawn twice is not a node drawn once. A candidate whose shared
+        items are drawn in another order is passed over: overlapping nodes swapped outside the box would
+        show."""
         shots = list(self._frames.values())
         if self._last is not None and (not shots or shots[-1] is not self._last):  # newest, if cached
             shots.append(self._last)

@@ -6,6 +6,7 @@ from PIL import Image
 from voyager_gym.actions import Action
 from voyager_gym.backends.sim import SimDroidBackend
 from voyager_gym.backends.sim.render import Renderer
+from voyager_gym.backends.sim.widgets import SCREEN_H, SCREEN_W, Node
 from voyager_gym.cli import main
 
 
@@ -64,6 +65,45 @@ def test_caches_never_change_pixels():
     fresh = Renderer(0.5, frame_cache=0, tile_cache_mb=0)
     for root in screens:
         assert np.array_equal(b.renderer.render(root), fresh.render(root))
+
+
+def _list_screen(rows: list[str], bg=(255, 255, 255)) -> Node:
+    root = Node(bounds=(0, 0, SCREEN_W, SCREEN_H), bg=bg)
+    for k, text in enumerate(rows):
+        box = (0, 200 * k, SCREEN_W, 200 * k + 200)
+        root.add(Node(text=text, bounds=box, pad=24, border=(200, 200, 200)))
+    return root
+
+
+def test_a_screen_like_an_earlier_one_is_repainted_over_it_with_the_pixels_of_a_full_render():
+    """A list, a different screen, then the list with one row changed: the row is repainted over the
+    cached list frame (not a full render, not over the last frame), and the pixels are the reference's."""
+    rows = [f"Item number {k}" for k in range(10)]
+    edited = _list_screen(rows[:3] + ["Item three, renamed"] + rows[4:])
+    ref = Renderer(1.0, fast=False)
+    r = Renderer(1.0)
+    r.render(_list_screen(rows))
+    r.render(_list_screen([f"Other {k}" for k in range(12)], bg=(240, 240, 240)))
+    assert r.stats["partial"] == 0
+    frame = r.render(edited)
+    assert r.stats["partial"] == 1
+    assert np.array_equal(frame, ref.render(edited))
+
+
+def test_overlapping_nodes_drawn_in_another_order_are_not_left_as_they_were():
+    """Two overlapping boxes swap drawing order while a label elsewhere changes: the label's box is not
+    all that differs, so no repaint of that box alone is taken; the pixels are the reference's."""
+    def screen(label: str, swap: bool) -> Node:
+        red = Node(bounds=(0, 300, 600, 900), bg=(220, 40, 40))
+        blue = Node(bounds=(300, 600, 900, 1200), bg=(40, 40, 220))
+        root = Node(bounds=(0, 0, SCREEN_W, SCREEN_H), bg=(255, 255, 255))
+        boxes = (blue, red) if swap else (red, blue)
+        return root.add(*boxes, Node(text=label, bounds=(0, 2000, 800, 2100)))
+
+    r = Renderer(1.0)
+    r.render(screen("one", swap=False))
+    frame = r.render(screen("two", swap=True))
+    assert np.array_equal(frame, Renderer(1.0, fast=False).render(screen("two", swap=True)))
 
 
 def test_render_scale_changes_size_not_content():

@@ -74,3 +74,16 @@ def test_a_field_with_100kb_of_typed_text_renders_like_a_full_one():
     assert len(b.phone.top_screen.field(b.phone.top_screen.focus)) > 100_000 - 13 * 12
     sizes = b.renderer.cache_bytes()
     assert sizes["glyphs"] < 16 * 2**20  # the whole field's masks: a few MB, not gigabytes
+
+
+def test_sprites_never_push_rasterised_masks_out():
+    """Masks (FreeType's work) and the sprites made from them have separate budgets: blitting one mask in
+    many colours, far past the sprite budget, leaves the mask cached; both stay within the total budget."""
+    r = Renderer(1.0, glyph_cache_mb=2)
+    m = r.text_mask("Keep this mask", 42, False)
+    frame = np.full((r.H, r.W, 3), 255, np.uint8)
+    for k in range(400):
+        r.blit(frame, 0, 0, m, (k % 256, k // 256, 7), (0, 0, r.W, r.H), under=(255, 255, 255))
+        r.blit(frame, 0, 0, m, (k % 256, k // 256, 9), (0, 0, r.W, r.H))
+    assert r.text_mask("Keep this mask", 42, False) is m
+    assert 0 < r.cache_bytes()["glyphs"] <= 2 * 2**20

@@ -5,8 +5,10 @@ once into an alpha mask and cached; a frame is solid fills plus alpha blits of c
 Whole frames are cached too, keyed by the tree's visual content, so revisiting a screen costs a lookup.
 Only called when pixels are asked for.
 
-Memory is bounded: the glyph cache (text and icon masks, their premultiplied colour forms and pre-composited
-sprites) is an LRU by bytes, `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer); tiles have
+Memory is bounded: the glyph cache is `glyph_cache_mb` (default GLYPH_CACHE_MB = 96 MB per renderer) in two
+LRUs by bytes: MASK_SHARE of it for rasterised masks (text, icons, corners: FreeType's work, the dear part)
+and the rest for what is derived from them (premultiplied colour forms and pre-composited sprites, 3 to 12
+bytes a pixel but a table lookup to rebuild), so sprites never push out the masks they come from; tiles have
 their own byte budget (48 MB); frames are `frame_cache` whole frames (16: 125 MB at full scale, 8 MB at
 0.25). Text longer than its box is cut to what can show before it is rasterised, so a 100 KB field costs
 what a full one does. Frames live in a small pool of buffers reused once no one holds them (`FramePool`), so
@@ -19,6 +21,7 @@ import math
 import os
 import sys
 from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -46,6 +49,7 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
 
 
 GLYPH_CACHE_MB = 96  # default byte budget of a renderer's glyph cache (masks, premultiples, sprites)
+MASK_SHARE = 0.5  # the glyph cache's share for rasterised masks (one pass over every task's text: ~43 MB)
 CLIP_CHARS = 128  # text up to this many characters is never cut (no extra measuring on ordinary labels)
 
 
@@ -192,6 +196,31 @@ def _ink(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     return int(rows[0]), int(cols[0]), int(rows[-1]) + 1, int(cols[-1]) + 1
 
 
+_Shot = tuple[np.ndarray, list[tuple], frozenset]  # a rendered frame, its visual items and their set
+DAMAGE_TRIES = 3  # cached frames tried as the base of a partial repaint (fewest differing items first)
+
+
+def _box(changed: Iterable[tuple]) -> Bounds | None:
+    """The on-screen bounding box of changed visual items, or None if it is empty or over half the screen
+    (then a full render is cheaper than a copy and a repaint)."""
+    bounds = [t[0] for t in changed]
+    if not bounds:
+        return None
+    x0s, y0s, x1s, y1s = zip(*bounds, strict=True)
+    x0, y0 = max(0, min(x0s)), max(0, min(y0s))
+    x1, y1 = min(SCREEN_W, max(x1s)), min(SCREEN_H, max(y1s))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
+        return None
+    return (x0, y0, x1, y1)
+
+
+def _same_order(a: list[tuple], b: list[tuple], shared: frozenset) -> bool:
+    """Whether the items in `shared` come in the same order in `a` and `b`."""
+    return [t for t in a if t in shared] == [t for t in b if t in shared]
+
+
 class Renderer:
     """Renders trees at `scale` x the 1080x2400 logical screen. `frame_cache` frames are kept (LRU)."""
 
@@ -210,10 +239,13 @@ class Renderer:
         self.frame_cache = frame_cache
         self.W = max(1, round(SCREEN_W * scale))
         self.H = max(1, round(SCREEN_H * scale))
-        self._frames: OrderedDict[int, np.ndarray] = OrderedDict()
-        # masks, premultiples and sprites share one byte-bounded LRU; premultiples and sprites are keyed by
-        # their mask's id and keep the mask alive, so an id is never reused while its entries exist
-        self._glyphs = ByteLRU(glyph_cache_mb * 2**20)
+        self._frames: OrderedDict[int, _Shot] = OrderedDict()
+        # rasterised masks, and apart (so they cannot evict masks) the premultiples and sprites made from
+        # them; those are keyed by their mask's id and keep the mask alive, so an id is never reused while
+        # its entries exist
+        mask_budget = int(glyph_cache_mb * 2**20 * MASK_SHARE)
+        self._glyphs = ByteLRU(mask_budget)
+        self._blits = ByteLRU(glyph_cache_mb * 2**20 - mask_budget)
         self._rows: dict[tuple, np.ndarray] = {}  # one row per colour of the palette: a few KB each
         self._blanks = ByteLRU(4 * self.W * self.H * 3)  # blank frames of the last few background colours
         # every frame this renderer hands out lives in a pool buffer: cached frames, the last one, and what
@@ -227,7 +259,7 @@ class Renderer:
         self.fast = fast  # False: the plain reference path (no tiles, sprites, skipped fills or damage)
         if not fast:
             self.frame_cache, self.tile_budget = 0, 0
-        self._last: tuple[np.ndarray, list[tuple]] | None = None
+        self._last: _Shot | None = None
         self.fresh = False  # whether the last render() drew a new frame (returned by no earlier call)
 
     # -- public ----------------------------------------------------------------------------------------
@@ -236,26 +268,29 @@ class Renderer:
         caller handed the same screen (its buffer is reused only once no one refers to it).
 
         A frame seen recently is a cache lookup. Otherwise, if the tree differs from the last rendered one
-        in a small region (typing, a toggle, a toast), only that region is repainted over a copy of the last
-        frame: every node crossing it is redrawn clipped to it, in order, over a fresh background, which
-        gives exactly the pixels of a full render."""
+        or a cached one in a small region (typing, a toggle, a toast, a list back from a detail screen with
+        one row changed), only that region is repainted over a copy of that frame: every node crossing it is
+        redrawn clipped to it, in order, over a fresh background, which gives exactly the pixels of a full
+        render."""
         items = [n.visual_tuple() for n in root.nodes()]
         key = hash(tuple(items))
-        frame = self._frames.get(key)
-        if frame is not None:
+        shot = self._frames.get(key)
+        if shot is not None:
             self._frames.move_to_end(key)
             self.stats["hits"] += 1
             self.fresh = False
-            self._last = (frame, items)
-            return frame
+            self._last = shot
+            return shot[0]
         self.stats["misses"] += 1
         self.fresh = True
         bg = tuple((root.bg or (255, 255, 255))[:3])
-        damage = self._damage(items) if self.incremental else None
-        if damage is not None:
+        itemset = frozenset(items)
+        found = self._damage(items, itemset) if self.incremental else None
+        if found is not None:
             self.stats["partial"] += 1
+            under, damage = found
             frame = self.pool.take()
-            np.copyto(frame, self._last[0])
+            np.copyto(frame, under)
             self.fill(frame, self.rect(damage), bg)
             self._draw(frame, root, damage, bg)
         else:
@@ -271,9 +306,9 @@ class Renderer:
                 np.copyto(frame, blank)
             self._draw(frame, root, (0, 0, SCREEN_W, SCREEN_H), bg)
         frame.setflags(write=False)
-        self._last = (frame, items)
+        self._last = (frame, items, itemset)
         if self.frame_cache > 0:
-            self._frames[key] = frame
+            self._frames[key] = self._last
             while len(self._frames) > self.frame_cache:
                 self._frames.popitem(last=False)
         return frame
@@ -281,9 +316,9 @@ class Renderer:
     def cache_bytes(self) -> dict[str, int]:
         """Bytes held by each cache (frames, tiles, glyphs, blank frames, colour rows, spare pool buffers)."""
         return {
-            "frames": sum(f.nbytes for f in self._frames.values()),
+            "frames": sum(f[0].nbytes for f in self._frames.values()),
             "tiles": self._tile_bytes,
-            "glyphs": self._glyphs.nbytes,
+            "glyphs": self._glyphs.nbytes + self._blits.nbytes,
             "blanks": self._blanks.nbytes,
             "rows": sum(r.nbytes for r in self._rows.values()),
             "pool": self.pool.spare_bytes(),
@@ -294,24 +329,29 @@ class Renderer:
         a rendered one (noisy or blended screenshots). Set it read-only before handing it out."""
         return self.pool.take()
 
-    def _damage(self, items: list[tuple]) -> Bounds | None:
-        """The bounding box of what changed since the last frame, or None to render in full."""
-        if self._last is None:
-            return None
-        prev = Counter(self._last[1])
-        new = Counter(items)
-        changed = list((prev - new).elements()) + list((new - prev).elements())
-        if not changed:
-            return None
-        x0 = max(0, min(t[0][0] for t in changed))
-        y0 = max(0, min(t[0][1] for t in changed))
-        x1 = min(SCREEN_W, max(t[0][2] for t in changed))
-        y1 = min(SCREEN_H, max(t[0][3] for t in changed))
-        if x1 <= x0 or y1 <= y0:
-            return None
-        if (x1 - x0) * (y1 - y0) > 0.5 * SCREEN_W * SCREEN_H:
-            return None
-        return (x0, y0, x1, y1)
+    def _damage(self, items: list[tuple], itemset: frozenset) -> tuple[np.ndarray, Bounds] | None:
+        """A frame to repaint over and the bounding box of what differs from it, or None to render in full.
+
+        Candidates are the last frame and the cached ones (one set difference of visual items each); the
+        DAMAGE_TRIES whose item sets differ least from `items` are tried, and the box is taken from the
+        multiset difference, since a node drawn twice is not a node drawn once. A candidate whose shared
+        items are drawn in another order is passed over: overlapping nodes swapped outside the box would
+        show."""
+        shots = list(self._frames.values())
+        if self._last is not None and (not shots or shots[-1] is not self._last):  # newest, if cached
+            shots.append(self._last)
+        diffs = [itemset ^ s[2] for s in shots]
+        for i in sorted(range(len(shots)), key=lambda i: len(diffs[i]))[:DAMAGE_TRIES]:
+            frame, prev_items, prev_set = shots[i]
+            box = _box(diffs[i]) if diffs[i] else None  # an empty set difference: only order or counts differ
+            if box is None:
+                continue
+            if len(items) != len(itemset) or len(prev_items) != len(prev_set):  # repeated items: count them
+                prev, new = Counter(prev_items), Counter(items)
+                box = _box(list((prev - new).elements()) + list((new - prev).elements()))
+            if box is not None and _same_order(prev_items, items, itemset & prev_set):
+                return frame, box
+        return None
 
     def px(self, v: float) -> int:
         return int(round(v * self.scale)) if self.scale != 1.0 else int(v)
@@ -341,14 +381,14 @@ class Renderer:
         color = tuple(color[:3])
         if under is not None:
             key = ("sprite", id(mask), color, under)
-            hit = self._glyphs.get(key)
+            hit = self._blits.get(key)
             if hit is None:
-                hit = self._glyphs.put(key, self._composite(mask, color, under))
+                hit = self._blits.put(key, self._composite(mask, color, under))
         else:
             key = ("premul", id(mask), color)
-            hit = self._glyphs.get(key)
+            hit = self._blits.get(key)
             if hit is None:
-                hit = self._glyphs.put(key, self._composite(mask, color, None))
+                hit = self._blits.put(key, self._composite(mask, color, None))
         if hit[0] is None:  # no ink: nothing to draw
             return
         (oy, ox), img = hit[0], hit[1]
@@ -377,20 +417,19 @@ class Renderer:
 
     def _composite(self, mask: np.ndarray, color: tuple, under: tuple | None) -> tuple:
         """A glyph-cache entry for blitting `mask` in `color`: ((oy, ox), then the pre-composited sprite over
-        `under`, or the inverse alpha and colour premultiple (uint16) when `under` is None), each (h, w*3).
-        A sprite covers the whole mask (it paints `under` where the mask has no ink, as it always has); a
-        blend covers only the ink box. The mask is kept last, alive, so its id stays unique while cached."""
+        `under`, or the inverse alpha and colour premultiple (uint16) when `under` is None), each (h, w*3)
+        over the mask's ink box only: outside it a sprite would paint `under` over `under`. The mask is kept
+        last, alive, so its id stays unique while cached."""
         c = np.asarray(color, np.uint16)
-        if under is not None:
-            table = _div255(np.asarray(under, np.uint16) * (255 - _ALPHA) + c * _ALPHA + 127).astype(np.uint8)
-            h, w = mask.shape[:2]
-            return ((0, 0), np.take(table, mask[..., 0], axis=0).reshape(h, w * 3), mask)
         box = _ink(mask)
         if box is None:
             return (None, mask)
         y0, x0, y1, x1 = box
         m = mask[y0:y1, x0:x1, 0]
         h, w = m.shape
+        if under is not None:
+            table = _div255(np.asarray(under, np.uint16) * (255 - _ALPHA) + c * _ALPHA + 127).astype(np.uint8)
+            return ((y0, x0), np.take(table, m, axis=0).reshape(h, w * 3), mask)
         inv = np.take(np.repeat(255 - _ALPHA, 3, axis=1), m, axis=0).reshape(h, w * 3)
         cm = np.take(c * _ALPHA + 127, m, axis=0).reshape(h, w * 3)
         return ((y0, x0), inv, cm, mask)

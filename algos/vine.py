@@ -142,12 +142,9 @@ def estimate_values(policy: Policy, envs: Any, trajs: list[Trajectory], cfg: Vin
     states = mc = 0
     for rnd in rounds:
         if budget is not None:
-            left, fits = budget - spent, 0
-            for x in (rnd := [rnd[j] for j in rng.permutation(len(rnd))]):
-                left -= cfg.k * (len(x[0].steps) - x[1])
-                if left < 0:
-                    break
-                fits += 1
+            rnd = [rnd[j] for j in rng.permutation(len(rnd))]
+            predicted = np.cumsum([cfg.k * (len(t.steps) - i) for t, i, _ in rnd])
+            fits = int(np.searchsorted(predicted, budget - spent, side="right"))  # the prefix that fits
             skipped += len(rnd) - fits
             rnd = rnd[:fits]
         branches = [Branch(snap, history=tuple(t.steps[i].history), screens=tuple(s.elements for s in

@@ -12,7 +12,9 @@ transition-advance / candidate loops, and each match pair's similarities recompu
 analyze_single_task does. Both must produce the same forks (steps, and similarities to 1e-6). Timings are
 process CPU seconds, the fastest of --repeat alternating runs (the machine may be shared), split into
 thumbnails + hashes ("phi": the same OpenCV calls on both sides, each screenshot read at least once) and the
-rest ("match"); the summary line per size gives the ratios.
+rest ("match"); the summary line per size gives the ratios, then the bound the resizes alone set: a
+detector that makes the same OpenCV resizes (one hash grid per distinct screenshot, one thumbnail per
+screenshot a comparison reads) cannot beat the reference by more than its time over theirs.
 
     python benchmarks/forkpoint_speed.py [--groups 3] [--scales 0.5,1.0] [--tasks A,B] [--repeat 3]
 """
@@ -31,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from forkpoint_quality import make_group  # noqa: E402
 
-from algos.forks import ForkConfig, group_forks  # noqa: E402
+from algos.forks import ForkConfig, group_forks, screens  # noqa: E402
 from algos.forks.screens import Screens  # noqa: E402
 
 TASKS = ["SimpleCalendarAddOneEvent", "VlcCreatePlaylist", "ExpenseAddSingle"]
@@ -120,14 +122,14 @@ class Reference:
         return out
 
 
-def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float]:
+def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float, int]:
     """analyze_single_task: forks of every failed trajectory against the shortest success, each match pair's
-    sim_current and sim_next recomputed by obs_similarity as published; also the number of SSIM calls and the
-    CPU seconds spent on thumbnails and hashes."""
+    sim_current and sim_next recomputed by obs_similarity as published; also the number of SSIM calls, the
+    CPU seconds spent on thumbnails and hashes, and the number of OpenCV resizes made."""
     ref = Reference(cfg)
     succ, fail = grp.successes, grp.failures
     if not succ or not fail:
-        return [], 0, 0.0
+        return [], 0, 0.0, 0
     base = min(succ, key=lambda t: len(t.steps))
     key: dict = {}
 
@@ -140,15 +142,20 @@ def reference_group(grp, cfg: ForkConfig) -> tuple[list, int, float]:
             s_cur = ref.sim(b[j], f[i])
             s_next = ref.sim(b[j + 1], f[i + 1]) if j + 1 < len(b) and i + 1 < len(f) else float("nan")
             out.append((tr.traj_id, i, j, s_cur, s_next))
-    return out, ref.ssim_calls, ref.phi
+    return out, ref.ssim_calls, ref.phi, len(ref.hashes) + len(ref.thumbs)
 
 
-def ours_group(grp, cfg: ForkConfig) -> tuple[list, float]:
-    """group_forks, and the CPU seconds it spent on thumbnails and hashes: inside `Screens.add_many`
-    (deduplication, hash grids) and `Screens.thumbnail` (thumbnails made when a comparison first needs
-    them)."""
-    spent = [0.0]
+def ours_group(grp, cfg: ForkConfig) -> tuple[list, float, int]:
+    """group_forks, the CPU seconds it spent on thumbnails and hashes (inside `Screens.add_many`:
+    deduplication, hash grids; `Screens.thumbnail`: thumbnails made when a comparison first needs them) and
+    the number of OpenCV resizes it made."""
+    spent, resizes = [0.0], [0]
     originals = {name: getattr(Screens, name) for name in ("add_many", "thumbnail")}
+    resize = screens.resize_area
+
+    def counted(img, size):
+        resizes[0] += 1
+        return resize(img, size)
 
     def timing(fn):
         def run(self, *args):
@@ -160,11 +167,27 @@ def ours_group(grp, cfg: ForkConfig) -> tuple[list, float]:
         return run
     for name, fn in originals.items():
         setattr(Screens, name, timing(fn))
+    screens.resize_area = counted
     try:
-        return group_forks(grp, cfg), spent[0]
+        return group_forks(grp, cfg), spent[0], resizes[0]
     finally:
+        screens.resize_area = resize
         for name, fn in originals.items():
             setattr(Screens, name, fn)
+
+
+def resize_cost(grp, cfg: ForkConfig, n: int = 15) -> float:
+    """CPU seconds of one thumbnail plus one hash-grid resize of a cropped screenshot of this group (OpenCV
+    INTER_AREA, the call both detectors make), half of it: the mean cost of one resize; fastest of n."""
+    frame = grp.trajectories[0].steps[0].frame
+    crop = frame[int(frame.shape[0] * cfg.crop_top):]
+    best = float("inf")
+    for _ in range(n):
+        c = time.process_time()
+        cv2.resize(crop, cfg.thumb_size, interpolation=cv2.INTER_AREA)
+        cv2.resize(crop, (cfg.hash_size, cfg.hash_size), interpolation=cv2.INTER_AREA)
+        best = min(best, time.process_time() - c)
+    return best / 2
 
 
 def timed(fn, *args):
@@ -189,7 +212,7 @@ def same_forks(ours: list, ref: list) -> bool:
 def run_size(scale: float, tasks: list[str], n_groups: int, repeat: int, cfg: ForkConfig) -> bool:
     """Time both detectors on n_groups groups rendered at `scale`; print a row per group and a summary.
     Returns whether all decisions were identical."""
-    tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_phi"), 0.0)
+    tot = dict.fromkeys(("ours", "ours_wall", "ours_phi", "ref", "ref_phi", "floor", "n_ours", "n_ref"), 0.0)
     ratios, identical, n_steps = [], True, 0
     size = f"{round(1080 * scale)}x{round(2400 * scale)}"
     print(f"\nforkpoint speed, faithful mode, screenshots {size}, noise 'default'; CPU ms per group "
@@ -205,8 +228,11 @@ def run_size(scale: float, tasks: list[str], n_groups: int, repeat: int, cfg: Fo
         for _ in range(repeat):  # alternating, so a slow spell of a shared machine hits both
             runs_o.append(timed(ours_group, grp, cfg))
             runs_r.append(timed(reference_group, grp, cfg))
-        (ours, ophi), oc, ow = min(runs_o, key=lambda r: r[1])
-        (ref, calls, rphi), rc, _ = min(runs_r, key=lambda r: r[1])
+        (ours, ophi, n_ours), oc, ow = min(runs_o, key=lambda r: r[1])
+        (ref, calls, rphi, n_ref), rc, _ = min(runs_r, key=lambda r: r[1])
+        tot["floor"] += n_ours * resize_cost(grp, cfg)
+        tot["n_ours"] += n_ours
+        tot["n_ref"] += n_ref
         same = same_forks(ours, ref)
         identical &= same
         for name, v in (("ours", oc), ("ours_wall", ow), ("ours_phi", ophi), ("ref", rc), ("ref_phi", rphi)):
@@ -225,6 +251,10 @@ def run_size(scale: float, tasks: list[str], n_groups: int, repeat: int, cfg: Fo
           f"{rm / max(om, 1e-9):.1f}x on matching ({om * 1e3:.0f} vs {rm * 1e3:.0f} ms; thumbnails "
           f"{tot['ours_phi'] / g * 1e3:.0f} vs {tot['ref_phi'] / g * 1e3:.0f} ms); per group "
           f"{min(ratios):.1f}x to {max(ratios):.1f}x; decisions identical: {'yes' if identical else 'NO'}")
+    print(f"  resizes a group: ours {tot['n_ours'] / g:.0f} (each distinct screenshot's hash grid, the "
+          f"thumbnails its comparisons read), the reference {tot['n_ref'] / g:.0f}; OpenCV INTER_AREA alone "
+          f"costs ours {tot['floor'] / g * 1e3:.0f} ms a group, so a detector that makes these "
+          f"resizes is at most {tot['ref'] / max(tot['floor'], 1e-9):.1f}x faster than the reference")
     return identical
 
 
@@ -234,12 +264,17 @@ def main() -> None:
     ap.add_argument("--scales", default="0.5,1.0", help="render scales of 1080x2400, comma-separated")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--repeat", type=int, default=3, help="runs of each detector per group (fastest counts)")
+    ap.add_argument("--cv-threads", type=int, default=1,
+                    help="OpenCV threads, both detectors (default 1: CPU time per core; 0: OpenCV default)")
     args = ap.parse_args()
     tasks = [t for t in args.tasks.split(",") if t]
     scales = [float(x) for x in args.scales.split(",") if x]
     if not tasks or not scales or args.groups < 1 or args.repeat < 1:
         raise SystemExit(f"need tasks, scales, --groups >= 1 and --repeat >= 1; got --tasks {args.tasks!r} "
                          f"--scales {args.scales!r} --groups {args.groups} --repeat {args.repeat}")
+    if args.cv_threads > 0:  # OpenCV's pool spends CPU time waking threads for ~ms-long resizes
+        cv2.setNumThreads(args.cv_threads)
+    print(f"OpenCV {cv2.__version__}, {cv2.getNumThreads()} thread(s) for both detectors")
     ok = [run_size(s, tasks, args.groups, args.repeat, ForkConfig.faithful()) for s in scales]
     if not all(ok):
         raise SystemExit("different forks from the reference: a bug in one of them")

@@ -23,7 +23,9 @@ the last K elements of the episode's earlier screens (`PolicyInput.seen`) after 
 own positions: a typed text, a span or a quantity may come from them, and so may a list's items and a sum's
 terms (a list scrolled through); taps, typing targets and counts stay on the current screen. (Reading them
 only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations
-per task.)
+per task.) Beyond the last `history` actions, the policy reads what the episode has done so far (a
+multi-entry goal's steps differ only by which entries are entered): goal and label tokens among the words
+typed earlier key differently for the copy pointer, and CLS reads how many actions of each type were taken.
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
 components' log-probs; text and answers marginalise over every source, span and answer form giving the same
@@ -90,6 +92,7 @@ NEEDS_ELEMENT = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS, A.INPUT_TEXT)  # pointer t
 OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slot
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
+_TYPED = ACTION_TYPES.index(A.INPUT_TEXT) + 1  # history type id of input_text
 _EMPTY = np.zeros(0, np.int64)
 # An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, a
 # quantity one element shows, in the unit such questions ask for (an h:mm:ss duration in whole minutes, a
@@ -142,6 +145,14 @@ QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 N_SIDE, N_KIND = 6, 7  # side: text edge, space, newline, quote, other symbol, letter or digit (glued)
 N_SHAPES = N_SIDE * N_KIND * N_SIDE
 GOAL_CONTEXT = 5  # width of the goal tokens' local-context convolution (2 neighbours each side)
+# What the episode has done beyond the last `history` actions, so a multi-entry task knows which entries are
+# done: the words typed so far (goal and label tokens among them are flagged for the copy pointer) and the
+# number of actions of each type taken (read by CLS). Their weights start at zero, see LATER_PARAMETERS.
+N_DONE = HIST_UNPARSED + 1  # history type ids: 0 (unused), one per action type, unparsed
+DONE_SCALE = 8.0
+# Checkpoints saved before these weights load with them at their zero start (and act exactly as they did)
+LATER_PARAMETERS = frozenset({"typed", "done_counts.weight", "done_counts.bias", "copy_order.weight",
+                              "copy_order.bias"})
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -272,6 +283,11 @@ class SampleFeat:
     step_frac: float
     n_cur: int  # elements[:n_cur] are on the screen, the rest were seen on earlier screens
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
+    typed: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # word buckets typed earlier
+    goal_typed: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, bool))  # [T] goal tokens
+    # among them (a multi-entry goal's rows already entered)
+    done: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(N_DONE, np.float32))  # actions of
+    # each type taken so far this episode, / DONE_SCALE (the whole history, not only the last `history`)
 
 
 class Featurizer:
@@ -400,14 +416,19 @@ class Featurizer:
         same = Counter(e.label_lower for e in els[:n_cur] if e.label_lower)  # another element of this screen
         dense[:n_cur, 19] = [same[e.label_lower] > 1 for e in els[:n_cur]]  # has its label (duplicate rows,
         # colour swatches)
-        hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
+        items = [self.history_item(h) for h in x.history]  # the whole episode so far (cached per text)
+        hist = items[-self.history :] if self.history else []
+        typed_words = [w for t, w in items if t == _TYPED]
+        typed = np.unique(np.concatenate(typed_words)) if typed_words else _EMPTY
+        done = np.bincount([t for t, _ in items], minlength=N_DONE).astype(np.float32) / DONE_SCALE
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
             el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
             el_lens=np.array([len(e.ids) for e in els], np.int64),
             hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
-            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur)
+            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur,
+            typed=typed, goal_typed=np.isin(g.ids, typed), done=done)
 
 
 @dataclasses.dataclass
@@ -443,6 +464,9 @@ class Batch:
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
+    goal_typed: torch.Tensor | None = None  # [B, T] the goal token was typed earlier in the episode
+    lab_typed: torch.Tensor | None = None  # [N] the flat label token was typed earlier in the episode
+    done: torch.Tensor | None = None  # [B, N_DONE] actions of each type taken so far / DONE_SCALE
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
     lab_words: torch.Tensor | None = None  # [N, d] word vector of each flat label token
@@ -473,8 +497,12 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     summand = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
+    goal_typed = np.zeros((bsz, t_max), bool)
+    lab_typed = []
     for b, f in enumerate(feats):
+        goal_typed[b, : len(f.goal_typed)] = f.goal_typed
         k = n_el[b]
+        n_before = len(lab_ids)
         if k:
             dense[b, :k] = f.dense
             has_label[b, :k] = f.has_label
@@ -487,6 +515,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                     lab_shape.append(e.tokens.shapes)
                     lab_b.append(b)
                     lab_e.append(i)
+            if len(f.typed) and len(lab_ids) > n_before:
+                lab_typed += [np.isin(ids, f.typed) for ids in lab_ids[n_before:]]
+            else:
+                lab_typed += [np.zeros(len(ids), bool) for ids in lab_ids[n_before:]]
         if f.hist_types:  # right-aligned: the last slot is the newest action
             hist_types[b, h - len(f.hist_types) :] = f.hist_types
             hist_lens[b, h - len(f.hist_types) :] = f.hist_lens
@@ -533,6 +565,9 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_off=t(lab_off),
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
+        goal_typed=t(goal_typed),
+        lab_typed=t(np.concatenate(lab_typed) if lab_typed else np.zeros(0, bool)),
+        done=t(np.stack([f.done for f in feats])),
     )
 
 
@@ -652,6 +687,16 @@ class PointerNet(nn.Module):
         if memory:  # elements of earlier screens: their own positions (last seen = last) instead of el_pos
             self.seen_pos = nn.Embedding(memory, d)
             nn.init.normal_(self.seen_pos.weight, std=0.1)
+        # what the episode has done (LATER_PARAMETERS: zero at first, made last so the others draw as before)
+        self.typed = nn.Parameter(torch.zeros(d))  # added to copy keys of goal / label tokens typed earlier
+        self.done_counts = nn.Linear(N_DONE, d)  # CLS reads how many actions of each type were taken
+        nn.init.zeros_(self.done_counts.weight)
+        nn.init.zeros_(self.done_counts.bias)
+        # per copy, how much a span's start prefers tokens not typed yet, and earlier ones (a multi-entry goal
+        # is entered in order): one weight each times the start token's flag and its relative position
+        self.copy_order = nn.Linear(d, 2)
+        nn.init.zeros_(self.copy_order.weight)
+        nn.init.zeros_(self.copy_order.bias)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -681,7 +726,10 @@ class PointerNet(nn.Module):
         goal, hist, el, goal_mean, b.app_words, b.lab_words = pooled.split(
             [n_goals * t_len, bsz * h_len, bsz * e_len, bsz, n_app, n_lab])
         mem, kvs = self.goal_memory(b, goal.view(n_goals, t_len, -1))
-        cls = (seg[0] + self.step(b.step) + goal_mean)[:, None]  # CLS starts as the goal's mean word vector
+        cls = seg[0] + self.step(b.step) + goal_mean  # CLS starts as the goal's mean word vector
+        if b.done is not None:
+            cls = cls + self.done_counts(b.done)
+        cls = cls[:, None]
         hist = (hist.view(bsz, h_len, -1) + self.hist_type(b.hist_types) + self.hist_pos.weight[:h_len]
                 + seg[2])
         if self.memory:  # positions: the screen's elements 0.., then the seen ones after el_pos's table
@@ -1003,7 +1051,14 @@ class SmallPolicy(Policy):
         src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
+        order = m.copy_order(ctx)  # [B, 2]: weights on "typed earlier" and on relative position
+        if b.goal_typed is not None:  # a goal token typed earlier (a row already entered) keys differently
+            h_goal = h_goal + b.goal_typed[..., None] * m.typed
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
+        if b.goal_typed is not None:
+            t_len = b.goal_mask.shape[1]
+            rel = torch.arange(t_len, device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
+            st_logits = st_logits + (order[:, :1] * b.goal_typed + order[:, 1:] * rel) / tau
         gm = b.goal_mask.clone()
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
@@ -1017,13 +1072,20 @@ class SmallPolicy(Policy):
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
                + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
+        if b.lab_typed is not None and len(b.lab_typed):
+            tok = tok + b.lab_typed[:, None] * m.typed
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
             q = q_lin(ctx)
             return ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
                     + (q @ k_lin.bias).index_select(0, row)) * scale / tau
 
-        lp_lst = _segment_log_softmax(label_logits(m.lstart_q, m.lstart_k), row * e_len + el, bsz * e_len)
+        st_lab = label_logits(m.lstart_q, m.lstart_k)
+        if b.lab_typed is not None and len(b.lab_typed):
+            rel = pos / b.lab_len[row, el].clamp(min=1)
+            w = order.index_select(0, row)
+            st_lab = st_lab + (w[:, 0] * b.lab_typed + w[:, 1] * rel) / tau
+        lp_lst = _segment_log_softmax(st_lab, row * e_len + el, bsz * e_len)
         en = label_logits(m.lend_q, m.lend_k)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
                            m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
@@ -1597,12 +1659,15 @@ class SmallPolicy(Policy):
                              "vocabulary it was trained with: load_policy(path, app_names=[...])")
         pol = cls(**{**cfg, **kwargs})
         state = load_file(str(p / "model.safetensors"), device=str(pol.device))
-        missing = sorted(set(pol.model.state_dict()) - set(state))
+        missing = sorted(set(pol.model.state_dict()) - set(state) - LATER_PARAMETERS)
         if missing:
             more = " ..." if len(missing) > 4 else ""
             raise ValueError(f"{p} was saved by an older SmallPolicy without {', '.join(missing[:4])}{more}; "
                              "retrain it (cached base policies and RFT checkpoints are rebuilt on their own)")
-        pol.model.load_state_dict(state)
+        unexpected = pol.model.load_state_dict(state, strict=False).unexpected_keys  # only LATER_PARAMETERS
+        if unexpected:  # may be missing (checked above)
+            raise ValueError(f"{p} holds weights this SmallPolicy does not have: "
+                             f"{', '.join(unexpected[:4])}; expected a checkpoint saved by SmallPolicy.save")
         return pol
 
 

@@ -609,3 +609,80 @@ def test_memory_zero_ignores_what_earlier_screens_showed():
     mem = SmallPolicy(app_names(), seed=0, memory=8)
     f = mem.featurize([x])[0]
     assert (f.n_cur, len(f.elements)) == (2, 4)
+
+
+def _next_entry_example(rng, k: int) -> tuple[PolicyInput, str]:
+    """The Name step of entry k of a 3-entry form task shaped like ExpenseAddMultiple (the goal's rows as
+    text blocks; per entry: Add, type its name and amount, a category chip, Save, OK), after a varying way
+    to the form: the names are new words, and the last 4 actions never show an earlier entry's words."""
+    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
+
+    def words(n: int) -> str:
+        return " ".join("".join(rng.choice(syll) for _ in range(rng.randint(2, 3))).capitalize()
+                        for _ in range(n))
+
+    rows = [(words(rng.randint(1, 3)), f"{rng.randint(1, 500)}.{rng.randint(10, 99)}") for _ in range(3)]
+    goal = "Add the following expenses into the pro expense:\n" + "\n".join(
+        f"Expense: {n}\n amount_dollars: ${a}\n category_name: Food\n" for n, a in rows)
+    history = [Action("open_app", app_name="Pro Expense").to_json()]
+    history += [Action("click", index=rng.randint(0, 5)).to_json() for _ in range(rng.randint(0, 4))]
+    for n, a in rows[:k]:
+        history += [Action("click", index=0).to_json(), Action("input_text", index=1, text=n).to_json(),
+                    Action("input_text", index=2, text=a).to_json(), Action("click", index=3).to_json(),
+                    Action("click", index=4).to_json(), Action("click", index=1).to_json()]
+    history.append(Action("click", index=0).to_json())
+    els = [UIElement(text="Expense Entry"),
+           *(UIElement(text="", hint_text=h, class_name="android.widget.EditText", is_editable=True,
+                       bbox_pixels=BoundingBox(0, 1080, 300 + 150 * i, 420 + 150 * i))
+             for i, h in enumerate(("Name", "Amount"))),
+           UIElement(text="Food", is_clickable=True), UIElement(text="Save", is_clickable=True)]
+    x = PolicyInput(goal=goal, elements=els, history=history, step=len(history), max_steps=30)
+    return x, render_response(Action("input_text", index=1, text=rows[k][0], clear_text=True))
+
+
+def test_multi_entry_task_types_the_next_entry_not_one_already_entered():
+    """Issue 14: a multi-entry goal's Name steps differ only by which entries are done, which the last 4
+    actions do not show. The words typed earlier in the episode flag their goal tokens for the copy pointer,
+    so after cloning the policy types the first entry not yet entered on held-out goals (one in three by
+    chance without them)."""
+    import random
+
+    rng = random.Random(0)
+    train = [_next_entry_example(rng, k) for _ in range(300) for k in range(3)]
+    held_out = [_next_entry_example(rng, k) for _ in range(20) for k in range(3)]
+    pol = SmallPolicy(app_names(), seed=0)
+    pol.fit_sft(train, epochs=6, lr=2e-3, seed=0)
+    outs = pol.act([x for x, _ in held_out], greedy=True)
+    exact = sum(o.action.text == parse_action(r).text for o, (_, r) in zip(outs, held_out, strict=True))
+    assert exact / len(held_out) >= 0.9, f"{exact}/{len(held_out)} held-out next entries typed exactly"
+
+
+def test_checkpoints_saved_before_the_episode_progress_weights_still_load(tmp_path, screens):
+    """A checkpoint without LATER_PARAMETERS (saved before the policy read what the episode has done) loads
+    with them at their zero start and acts exactly as it did; any other missing or unknown weight is an
+    error."""
+    from safetensors.torch import load_file, save_file
+
+    from algos.policies.small import LATER_PARAMETERS
+
+    pol = SmallPolicy(app_names(), seed=2, d_model=64, heads=2)
+    pol.fit_sft([(screens[0], '{"action_type": "navigate_back"}')], epochs=2)
+    with torch.no_grad():  # as an older policy: its progress weights do not exist, so act as zero
+        for name in LATER_PARAMETERS:
+            pol.model.get_parameter(name).zero_()
+    pol.save(tmp_path / "old")
+    state = load_file(str(tmp_path / "old" / "model.safetensors"))
+    old = {k: v for k, v in state.items() if k not in LATER_PARAMETERS}
+    assert len(old) == len(state) - len(LATER_PARAMETERS)
+    save_file(old, str(tmp_path / "old" / "model.safetensors"))
+    loaded = SmallPolicy.load(tmp_path / "old")
+    xs = screens[:30]
+    responses = [o.text for o in pol.act(xs)]
+    assert torch.equal(pol.log_probs(xs, responses), loaded.log_probs(xs, responses))
+    weights = str(tmp_path / "old" / "model.safetensors")
+    save_file({k: v for k, v in old.items() if k != "type_head.bias"}, weights)
+    with pytest.raises(ValueError, match="older SmallPolicy without type_head.bias"):
+        SmallPolicy.load(tmp_path / "old")
+    save_file({**state, "extra.weight": torch.zeros(2)}, weights)
+    with pytest.raises(ValueError, match="weights this SmallPolicy does not have: extra.weight"):
+        SmallPolicy.load(tmp_path / "old")

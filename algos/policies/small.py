@@ -24,8 +24,13 @@ own positions: a typed text, a span or a quantity may come from them, and so may
 terms (a list scrolled through); taps, typing targets and counts stay on the current screen. (Reading them
 only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations
 per task.) Beyond the last `history` actions, the policy reads what the episode has done so far (a
-multi-entry goal's steps differ only by which entries are entered): goal and label tokens among the words
-typed earlier key differently for the copy pointer, and CLS reads how many actions of each type were taken.
+multi-entry goal's steps differ only by which entries are entered, a playlist's by which files were added):
+the texts typed and the labels of the elements acted on (`PolicyInput.acted`), in order, move a cursor over
+the goal's tokens (`Featurizer.progress`); goal tokens done or past it key differently for the copy pointer,
+each element knows whether its label was acted on and whether it is the goal's next listed item on the
+screen, label tokens among the words typed earlier are flagged, and CLS reads how many actions of each type
+were taken. A copied span's end reads how many line breaks or "|" separators it crosses, and goal and label
+tokens their column in a "|"-separated table (a row's fields end at separators, not at the next line).
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
 components' log-probs; text and answers marginalise over every source, span and answer form giving the same
@@ -55,6 +60,7 @@ import math
 import re
 import time
 import zlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,14 +151,31 @@ QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 N_SIDE, N_KIND = 6, 7  # side: text edge, space, newline, quote, other symbol, letter or digit (glued)
 N_SHAPES = N_SIDE * N_KIND * N_SIDE
 GOAL_CONTEXT = 5  # width of the goal tokens' local-context convolution (2 neighbours each side)
+# A span's end also reads how many field breaks (a line break, or a "|" column separator) lie inside the span,
+# 0.. MAX_BREAKS (more count as MAX_BREAKS): dot-product keys cannot say "the first break after the start",
+# so a title's end, and its row's description's end, both before a line break, looked alike.
+MAX_BREAKS = 3
+FIELD_SEPARATORS = frozenset("|\t")
+# A token's column in a separated table ("title|description|servings" rows): the field separators before it on
+# its line, up to N_COLUMNS - 1 (0 in plain text). Word vectors, shapes and positions alone do not tell a
+# row's second value from its third.
+N_COLUMNS = 8
 # What the episode has done beyond the last `history` actions, so a multi-entry task knows which entries are
-# done: the words typed so far (goal and label tokens among them are flagged for the copy pointer) and the
-# number of actions of each type taken (read by CLS). Their weights start at zero, see LATER_PARAMETERS.
-N_DONE = HIST_UNPARSED + 1  # history type ids: 0 (unused), one per action type, unparsed
+# done: the texts typed and the labels of the elements acted on (`PolicyInput.acted`), in order, are matched
+# to the goal's tokens, each to its first run at or after the previous match's end (the goal's "cursor": a
+# goal lists its items in the order they are entered); goal tokens matched or past the cursor, and elements
+# whose label is in the goal past it (the earliest of them: the next item), are flagged; label tokens among
+# the words typed earlier too; CLS reads how many actions of each type were taken and how far the cursor is.
+# Their weights start at zero, see LATER_PARAMETERS.
+N_DONE = HIST_UNPARSED + 2  # history type ids: 0 (unused), one per action type, unparsed; the cursor's place
 DONE_SCALE = 8.0
+N_GOAL_PROGRESS = 3  # a goal token: matched by an earlier action, at or past the cursor, at the cursor
+N_EL_PROGRESS = 5  # an element: its label was acted on; is in the goal past the cursor; is the earliest such
+# on the screen; how far past; is in the goal only before the cursor
 # Checkpoints saved before these weights load with them at their zero start (and act exactly as they did)
-LATER_PARAMETERS = frozenset({"typed", "done_counts.weight", "done_counts.bias", "copy_order.weight",
-                              "copy_order.bias"})
+LATER_PARAMETERS = frozenset(f"{m}.{w}" for m in ("done_counts", "copy_order", "goal_progress", "el_progress",
+                                                       "end_breaks")
+                             for w in ("weight", "bias")) | {"typed", "tok_column.weight"}
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -195,6 +218,15 @@ def token_shape(text: str, start: int, end: int) -> int:
     return (before * N_KIND + _kind(text[start:end])) * N_SIDE + after
 
 
+def _run_starts(hay: np.ndarray, needle: np.ndarray) -> list[int]:
+    """Every index where `needle` occurs as a contiguous run of `hay` (token ids), ascending."""
+    n = len(needle)
+    if not n or n > len(hay):
+        return []
+    hits = np.flatnonzero(hay[: len(hay) - n + 1] == needle[0])
+    return [int(i) for i in hits if np.array_equal(hay[i : i + n], needle)]
+
+
 def _contains_run(hay: np.ndarray, needle: np.ndarray) -> bool:
     """`needle` occurs as a contiguous run of `hay` (token ids)."""
     n = len(needle)
@@ -221,6 +253,9 @@ class Tokens:
     starts: list[int]
     ends: list[int]
     shapes: np.ndarray  # int64 [S]: `token_shape` of each token
+    breaks: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # int64 [S]: field breaks before
+    # each token (a span s..e holds breaks[e] - breaks[s] of them, see MAX_BREAKS)
+    columns: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # int64 [S]: see N_COLUMNS
 
     def span_text(self, s: int, e: int) -> str:
         return self.text[self.starts[s] : self.ends[e]]
@@ -248,6 +283,7 @@ class GoalFeat(Tokens):
     lower: str = ""
     compact: str = ""  # compact(text): for matching labels written differently ("Wi‑Fi" vs "wifi")
     long_words: frozenset[str] = frozenset()  # compact words of 3+ characters
+    runs: dict[str, tuple[list[int], int]] = dataclasses.field(default_factory=dict, repr=False)  # run_starts
     overlaps: dict[int, tuple[ElementFeat, np.ndarray]] = dataclasses.field(default_factory=dict, repr=False)
 
 
@@ -284,10 +320,10 @@ class SampleFeat:
     n_cur: int  # elements[:n_cur] are on the screen, the rest were seen on earlier screens
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
     typed: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # word buckets typed earlier
-    goal_typed: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, bool))  # [T] goal tokens
-    # among them (a multi-entry goal's rows already entered)
+    goal_progress: np.ndarray | None = None  # float32 [T, N_GOAL_PROGRESS] (a multi-entry goal's rows done)
+    el_progress: np.ndarray | None = None  # float32 [E, N_EL_PROGRESS] (which listed item is next)
     done: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(N_DONE, np.float32))  # actions of
-    # each type taken so far this episode, / DONE_SCALE (the whole history, not only the last `history`)
+    # each type taken so far this episode, / DONE_SCALE (the whole history), and the cursor's place (0..1)
 
 
 class Featurizer:
@@ -327,9 +363,9 @@ class Featurizer:
     def _goal(self, text: str) -> GoalFeat:
         t = self.tokens(text, self.max_goal)
         words = {compact(w) for w in re.findall(r"\w+", text)}
-        return GoalFeat(text, t.ids, t.starts, t.ends, t.shapes, frozenset(t.ids.tolist()), text.lower(),
-                        compact(text),
-                        frozenset(w for w in words if len(w) >= 3))
+        return GoalFeat(text, t.ids, t.starts, t.ends, t.shapes, t.breaks, t.columns,
+                        id_set=frozenset(t.ids.tolist()), lower=text.lower(), compact=compact(text),
+                        long_words=frozenset(w for w in words if len(w) >= 3))
 
     def element(self, el: UIElement) -> ElementFeat:
         """Cached by identity first (the same observation objects are scored again in training epochs), then
@@ -368,9 +404,20 @@ class Featurizer:
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
-        return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64),
-                      [m.start() for m in ms], [m.end() for m in ms],
-                      np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64))
+        starts, ends = [m.start() for m in ms], [m.end() for m in ms]
+        # a break follows token i when a line break or a field separator comes before the next token's end
+        brk = [any(c == "\n" or c in FIELD_SEPARATORS for c in text[e : ends[i + 1]])
+               for i, e in enumerate(ends[:-1])]
+        cols, col, prev = [], 0, 0
+        for a in starts:
+            for c in text[prev:a]:
+                col = 0 if c == "\n" else col + (c in FIELD_SEPARATORS)
+            cols.append(min(col, N_COLUMNS - 1))
+            prev = a
+        return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64), starts,
+                      ends, np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64),
+                      np.concatenate([[0], np.cumsum(brk, dtype=np.int64)]) if ms else _EMPTY,
+                      np.array(cols, np.int64))
 
     def _overlap(self, g: GoalFeat, e: ElementFeat) -> np.ndarray:
         """The element's dense features with the 5 goal-overlap slots filled (cached per goal and element):
@@ -390,6 +437,62 @@ class Featurizer:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
         return row
+
+    def run_starts(self, g: GoalFeat, key: str, words: np.ndarray) -> tuple[list[int], int]:
+        """(where `words` occur as a run of the goal's tokens, their count), cached per goal by `key` (a
+        label, or a history entry's text)."""
+        hit = g.runs.get(key)
+        if hit is None:
+            if len(g.runs) >= OVERLAP_CACHE_SIZE:
+                g.runs.clear()
+            hit = g.runs[key] = (_run_starts(g.ids, words), len(words))
+        return hit
+
+    def progress(self, g: GoalFeat, x: PolicyInput, els: list[ElementFeat], n_cur: int,
+                 items: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Goal-token and element progress features (see N_GOAL_PROGRESS, N_EL_PROGRESS) and the cursor: each
+        typed text and acted-on label of the episode, in order, takes the first run of the goal's tokens
+        that it matches at or after the cursor, and the cursor moves past it (else the last run before it,
+        flagged done, and the cursor stays)."""
+        n_goal = len(g.ids)
+        goal = np.zeros((n_goal, N_GOAL_PROGRESS), np.float32)
+        cursor = 0
+        off = len(x.history) - len(x.acted)  # acted[k] belongs to history[off + k] (right-aligned)
+        for k, (h, (t, w)) in enumerate(zip(x.history, items, strict=True)):
+            if t == _TYPED:
+                starts, n = self.run_starts(g, h, w)
+            else:
+                label = x.acted[k - off] if k >= off else None
+                if not label:
+                    continue
+                starts, n = self.run_starts(g, label, self.words(label))
+            j = bisect_left(starts, cursor)
+            if j < len(starts):
+                goal[starts[j] : starts[j] + n, 0] = 1.0
+                cursor = starts[j] + n
+            elif starts:  # entered out of the goal's order (a playlist's title after its first file)
+                goal[starts[-1] : starts[-1] + n, 0] = 1.0
+        goal[cursor:, 1] = 1.0
+        if cursor < n_goal:
+            goal[cursor, 2] = 1.0
+        el = np.zeros((len(els), N_EL_PROGRESS), np.float32)
+        acted = set(x.acted)
+        ahead = np.full(n_cur, n_goal + 1)
+        for i, e in enumerate(els[:n_cur]):
+            if not e.label:
+                continue
+            el[i, 0] = e.label in acted
+            starts, _ = self.run_starts(g, e.label, self.words(e.label))
+            j = bisect_left(starts, cursor)
+            if j < len(starts):
+                ahead[i] = starts[j]
+                el[i, 1] = 1.0
+                el[i, 3] = (starts[j] - cursor) / max(1, n_goal)
+            elif starts:
+                el[i, 4] = 1.0
+        if n_cur and el[:n_cur, 1].any():
+            el[:n_cur, 2] = ahead == ahead.min()
+        return goal, el, cursor
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
         """(type id, words of its text / app / direction / status) of one previous action's JSON text."""
@@ -421,6 +524,8 @@ class Featurizer:
         typed_words = [w for t, w in items if t == _TYPED]
         typed = np.unique(np.concatenate(typed_words)) if typed_words else _EMPTY
         done = np.bincount([t for t, _ in items], minlength=N_DONE).astype(np.float32) / DONE_SCALE
+        goal_progress, el_progress, cursor = self.progress(g, x, els, n_cur, items)
+        done[-1] = cursor / max(1, len(g.ids))
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
             el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
@@ -428,7 +533,7 @@ class Featurizer:
             hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
             hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur,
-            typed=typed, goal_typed=np.isin(g.ids, typed), done=done)
+            typed=typed, goal_progress=goal_progress, el_progress=el_progress, done=done)
 
 
 @dataclasses.dataclass
@@ -457,6 +562,10 @@ class Batch:
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
     lab_shape: torch.Tensor  # [N] each flat label token's shape
+    lab_breaks: torch.Tensor  # [N] each flat label token's `Tokens.breaks`
+    lab_columns: torch.Tensor  # [N] and its `Tokens.columns`
+    goal_columns_u: torch.Tensor  # [U, T] the distinct goals' tokens' columns
+    goal_breaks: torch.Tensor  # [B, T] each goal token's `Tokens.breaks`
     lab_len: torch.Tensor  # [B, E] how many label tokens each element has (0: none)
     lab_off: torch.Tensor  # [B, E] where each element's label tokens start in the flat arrays
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
@@ -464,7 +573,8 @@ class Batch:
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
-    goal_typed: torch.Tensor | None = None  # [B, T] the goal token was typed earlier in the episode
+    goal_progress: torch.Tensor | None = None  # [B, T, N_GOAL_PROGRESS] see Featurizer.progress
+    el_progress: torch.Tensor | None = None  # [B, E, N_EL_PROGRESS] see Featurizer.progress
     lab_typed: torch.Tensor | None = None  # [N] the flat label token was typed earlier in the episode
     done: torch.Tensor | None = None  # [B, N_DONE] actions of each type taken so far / DONE_SCALE
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
@@ -487,8 +597,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     n_goal_u = np.array([len(g.ids) for g in uniq], np.int64)
     goal_lens = (np.arange(t_max)[None] < n_goal_u[:, None]).astype(np.int64)
     goal_shape = np.zeros((len(uniq), t_max), np.int64)
+    goal_columns = np.zeros((len(uniq), t_max), np.int64)
     for u, g in enumerate(uniq):
         goal_shape[u, : len(g.shapes)] = g.shapes
+        goal_columns[u, : len(g.columns)] = g.columns
     hist_lens = np.zeros((bsz, h), np.int64)
     el_lens = np.zeros((bsz, e_max), np.int64)
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
@@ -497,10 +609,16 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     summand = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
-    goal_typed = np.zeros((bsz, t_max), bool)
+    lab_breaks, lab_columns = [], []
+    goal_breaks = np.zeros((bsz, t_max), np.int64)
+    goal_progress = np.zeros((bsz, t_max, N_GOAL_PROGRESS), np.float32)
+    el_progress = np.zeros((bsz, e_max, N_EL_PROGRESS), np.float32)
     lab_typed = []
     for b, f in enumerate(feats):
-        goal_typed[b, : len(f.goal_typed)] = f.goal_typed
+        goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
+        if f.goal_progress is not None:
+            goal_progress[b, : len(f.goal_progress)] = f.goal_progress
+            el_progress[b, : len(f.el_progress)] = f.el_progress
         k = n_el[b]
         n_before = len(lab_ids)
         if k:
@@ -513,6 +631,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_shape.append(e.tokens.shapes)
+                    lab_breaks.append(e.tokens.breaks)
+                    lab_columns.append(e.tokens.columns)
                     lab_b.append(b)
                     lab_e.append(i)
             if len(f.typed) and len(lab_ids) > n_before:
@@ -557,6 +677,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
         lab_at=t(lab_at),
         lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
+        lab_breaks=t(np.concatenate(lab_breaks) if lab_breaks else _EMPTY),
+        lab_columns=t(np.concatenate(lab_columns) if lab_columns else _EMPTY),
+        goal_columns_u=t(goal_columns),
+        goal_breaks=t(goal_breaks),
         has_quantity=t(has_quantity),
         summand=t(summand),
         cur_mask=torch.arange(e_max, device=device)[None] < t(n_cur)[:, None],
@@ -565,7 +689,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_off=t(lab_off),
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
-        goal_typed=t(goal_typed),
+        goal_progress=t(goal_progress),
+        el_progress=t(el_progress),
         lab_typed=t(np.concatenate(lab_typed) if lab_typed else np.zeros(0, bool)),
         done=t(np.stack([f.done for f in feats])),
     )
@@ -688,15 +813,19 @@ class PointerNet(nn.Module):
             self.seen_pos = nn.Embedding(memory, d)
             nn.init.normal_(self.seen_pos.weight, std=0.1)
         # what the episode has done (LATER_PARAMETERS: zero at first, made last so the others draw as before)
-        self.typed = nn.Parameter(torch.zeros(d))  # added to copy keys of goal / label tokens typed earlier
+        self.typed = nn.Parameter(torch.zeros(d))  # added to copy keys of label tokens typed earlier
         self.done_counts = nn.Linear(N_DONE, d)  # CLS reads how many actions of each type were taken
-        nn.init.zeros_(self.done_counts.weight)
-        nn.init.zeros_(self.done_counts.bias)
-        # per copy, how much a span's start prefers tokens not typed yet, and earlier ones (a multi-entry goal
-        # is entered in order): one weight each times the start token's flag and its relative position
-        self.copy_order = nn.Linear(d, 2)
-        nn.init.zeros_(self.copy_order.weight)
-        nn.init.zeros_(self.copy_order.bias)
+        self.goal_progress = nn.Linear(N_GOAL_PROGRESS, d)  # added to the copy keys of goal tokens
+        self.el_progress = nn.Linear(N_EL_PROGRESS, d)  # added to the elements' inputs
+        # per copy, how much a span's start prefers each goal-token progress flag and earlier tokens (a
+        # multi-entry goal is entered in order): one weight per flag, and one times its relative position
+        self.copy_order = nn.Linear(d, N_GOAL_PROGRESS + 1)
+        self.end_breaks = nn.Linear(d, 1 + MAX_BREAKS)  # a span end's bias by the field breaks it crosses
+        self.tok_column = nn.Embedding(N_COLUMNS, d)  # goal and label tokens: their column in a table
+        nn.init.zeros_(self.tok_column.weight)
+        for lin in (self.done_counts, self.goal_progress, self.el_progress, self.copy_order, self.end_breaks):
+            nn.init.zeros_(lin.weight)
+            nn.init.zeros_(lin.bias)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -740,6 +869,8 @@ class PointerNet(nn.Module):
         else:
             el_pos = self.el_pos.weight[:e_len]
         el = el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
+        if b.el_progress is not None:
+            el = el + self.el_progress(b.el_progress)
         x = torch.cat([cls, hist, el], 1)
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, b.el_mask], 1)  # keys each query may read: goal memory first
@@ -757,7 +888,7 @@ class PointerNet(nn.Module):
         are encoded together; without, each goal missing from the cache is encoded alone at its own length
         (so what is cached never depends on which batch first asked for it)."""
         n_goals, t_len, d = words.shape
-        x = words + self.tok_shape(b.goal_shape_u)
+        x = words + self.tok_shape(b.goal_shape_u) + self.tok_column(b.goal_columns_u)
         if torch.is_grad_enabled():
             return self._encode_goals(x, b.goal_mask_u)
         if self._params is None:
@@ -831,11 +962,21 @@ class TextHead:
     label_len: torch.Tensor  # [B, E] tokens in each element's label
     label_off: torch.Tensor  # [B, E] where each element's tokens start in the flat tensors
     scale: float  # 1 / (sqrt(d) * temperature)
+    breaks: torch.Tensor  # [B, 1 + MAX_BREAKS] end logit bias by the field breaks inside the span (tempered)
+    goal_breaks: torch.Tensor  # [B, T] `Tokens.breaks` of the goal's tokens
+    label_breaks: torch.Tensor  # [N] those of every flat label token
+
+    def _break_bias(self, rows: torch.Tensor, at: torch.Tensor, start_at: torch.Tensor) -> torch.Tensor:
+        """End logit bias [N, S] of spans from tokens with `start_at` [N] breaks before them to tokens with
+        `at` [N, S]."""
+        return self.breaks[rows].gather(1, (at - start_at[:, None]).clamp(0, MAX_BREAKS))
 
     def goal_end(self, rows: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, T] for goal spans starting at `starts` in samples `rows`."""
         q = self.goal_end_q[rows] + self.end_from_start(self.goal_states[rows, starts])
         logits = torch.einsum("nd,ntd->nt", q, self.goal_end_k[rows]) * self.scale
+        brk = self.goal_breaks[rows]
+        logits = logits + self._break_bias(rows, brk, brk.gather(1, starts[:, None])[:, 0])
         t = torch.arange(self.goal_mask.shape[1], device=rows.device)
         ok = self.goal_mask[rows] & (t[None] >= starts[:, None])
         ok[:, 0] |= ~ok.any(1)
@@ -866,6 +1007,10 @@ class TextHead:
     def label_end_lp(self, rows: torch.Tensor, els: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, S] for spans of element `els`' labels starting at `starts`."""
         en, ok, pos = self._label_rows(self.label_end, rows, els)
+        if len(self.label_breaks):
+            last, off = len(self.label_breaks) - 1, self.label_off[rows, els]
+            at = self.label_breaks[(off[:, None] + pos[None]).clamp(max=last)]
+            en = en + self._break_bias(rows, at, self.label_breaks[(off + starts).clamp(max=last)])
         ok = ok & (pos[None] >= starts[:, None])
         ok[:, 0] |= ~ok.any(1)  # no label there (another source was chosen): a finite dummy row
         return _masked_log_softmax(en, ok)
@@ -1051,14 +1196,15 @@ class SmallPolicy(Policy):
         src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
-        order = m.copy_order(ctx)  # [B, 2]: weights on "typed earlier" and on relative position
-        if b.goal_typed is not None:  # a goal token typed earlier (a row already entered) keys differently
-            h_goal = h_goal + b.goal_typed[..., None] * m.typed
+        order = m.copy_order(ctx)  # [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
+        if b.goal_progress is not None:  # goal tokens done, or past the episode's cursor, key differently
+            h_goal = h_goal + m.goal_progress(b.goal_progress)
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
-        if b.goal_typed is not None:
+        if b.goal_progress is not None:
             t_len = b.goal_mask.shape[1]
             rel = torch.arange(t_len, device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
-            st_logits = st_logits + (order[:, :1] * b.goal_typed + order[:, 1:] * rel) / tau
+            st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
+                                     + order[:, -1:] * rel) / tau
         gm = b.goal_mask.clone()
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
@@ -1071,6 +1217,7 @@ class SmallPolicy(Policy):
         far = pos.clamp(max=LABEL_POSITIONS - 1)
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
+               + m.tok_column.weight.index_select(0, b.lab_columns)
                + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
         if b.lab_typed is not None and len(b.lab_typed):
             tok = tok + b.lab_typed[:, None] * m.typed
@@ -1084,13 +1231,12 @@ class SmallPolicy(Policy):
         if b.lab_typed is not None and len(b.lab_typed):
             rel = pos / b.lab_len[row, el].clamp(min=1)
             w = order.index_select(0, row)
-            st_lab = st_lab + (w[:, 0] * b.lab_typed + w[:, 1] * rel) / tau
+            st_lab = st_lab + (w[:, 0] * b.lab_typed + w[:, -1] * rel) / tau
         lp_lst = _segment_log_softmax(st_lab, row * e_len + el, bsz * e_len)
         en = label_logits(m.lend_q, m.lend_k)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
                            m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
-                           b.lab_off,
-                           scale / tau)
+                           b.lab_off, scale / tau, m.end_breaks(ctx) / tau, b.goal_breaks, b.lab_breaks)
         sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
         hd.select = sel.masked_fill(~b.has_label, NEG)  # lists: labelled, on the screen or read earlier
         cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau

@@ -687,6 +687,39 @@ def _next_entry_example(rng, k: int) -> tuple[PolicyInput, str]:
     return x, render_response(Action("input_text", index=1, text=rows[k][0], clear_text=True))
 
 
+def test_tokens_count_the_field_breaks_before_them_and_their_table_column():
+    """A span s..e crosses breaks[e] - breaks[s] line breaks or "|" separators; a token's column counts the
+    separators before it on its line (a row's second value is column 1)."""
+    from algos.policies.small import Featurizer
+
+    t = Featurizer(4096, 128, 50, 4).tokens("title|servings\nMiso Soup|2 servings. Serve hot\n x: y", 64)
+    words = [t.span_text(i, i) for i in range(len(t.ids))]
+    assert words == ["title", "|", "servings", "Miso", "Soup", "|", "2", "servings", ".", "Serve", "hot", "x",
+                     ":", "y"]
+    assert t.breaks.tolist() == [0, 1, 1, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 4]
+    assert t.columns.tolist() == [0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0]  # a separator ends its column
+    span = lambda a, b: t.breaks[words.index(b, words.index(a))] - t.breaks[words.index(a)]  # noqa: E731
+    assert span("Miso", "Soup") == 0 and span("Miso", "servings") == 1 and span("2", "hot") == 0
+
+
+def test_a_span_end_reads_the_field_breaks_it_crosses_in_the_goal_and_in_labels():
+    """The end_breaks bias reaches both copy sources: made to forbid crossing a break, a span that runs past a
+    line break (the goal) or a "|" (a note's row) loses its probability, one that stops before gains."""
+    pol = SmallPolicy(app_names(), seed=0, memory=8)
+    field = UIElement(text="", hint_text="Title", class_name="android.widget.EditText", is_editable=True,
+                      bbox_pixels=BoundingBox(0, 1080, 300, 420))
+    note = UIElement(text="title|servings\nTofu Bowl|2 servings", bbox_pixels=BoundingBox(0, 1080, 600, 900))
+    x = PolicyInput("Recipe: Miso Soup\n servings: 4 servings", (field,), [], seen=(note,))
+    typed = [render_response(Action("input_text", index=0, text=t, clear_text=True))
+             for t in ("Miso Soup", "Miso Soup\n servings", "Tofu Bowl", "Tofu Bowl|2")]
+    before = pol.log_probs([x] * 4, typed)
+    with torch.no_grad():
+        pol.model.end_breaks.bias.copy_(torch.tensor([0.0, -50.0, -50.0, -50.0]))
+    after = pol.log_probs([x] * 4, typed)
+    assert after[0] > before[0] and after[2] > before[2]
+    assert after[1] < before[1] - 40 and after[3] < before[3] - 40
+
+
 def _held_out_hits(example, n_train: int, epochs: int, same) -> tuple[int, int]:
     """Clone a policy on `example(rng, k)` for k = 0, 1, 2, `n_train` times each; (how many of 60 held-out
     examples its greedy action gets right by `same(action, expert's)`, 60)."""

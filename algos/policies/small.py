@@ -151,11 +151,12 @@ QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 N_SIDE, N_KIND = 6, 7  # side: text edge, space, newline, quote, other symbol, letter or digit (glued)
 N_SHAPES = N_SIDE * N_KIND * N_SIDE
 GOAL_CONTEXT = 5  # width of the goal tokens' local-context convolution (2 neighbours each side)
-# A span's end also reads how many field breaks (a line break, or a "|" column separator) lie inside the span,
+# A span's end also reads how many field breaks (a line break, a "|" separator, a double quote) lie inside it,
 # 0.. MAX_BREAKS (more count as MAX_BREAKS): dot-product keys cannot say "the first break after the start",
 # so a title's end, and its row's description's end, both before a line break, looked alike.
 MAX_BREAKS = 3
 FIELD_SEPARATORS = frozenset("|\t")
+BREAKS = FIELD_SEPARATORS | {"\n", '"', "\u201c", "\u201d"}  # double quotes too: a quoted title ends at one
 # A token's column in a separated table ("title|description|servings" rows): the field separators before it on
 # its line, up to N_COLUMNS - 1 (0 in plain text). Word vectors, shapes and positions alone do not tell a
 # row's second value from its third.
@@ -405,8 +406,9 @@ class Featurizer:
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
         starts, ends = [m.start() for m in ms], [m.end() for m in ms]
-        # a break follows token i when a line break or a field separator comes before the next token's end
-        brk = [any(c == "\n" or c in FIELD_SEPARATORS for c in text[e : ends[i + 1]])
+        # a break follows token i when a line break, a field separator or a double quote comes before the next
+        # token's end
+        brk = [any(c in BREAKS for c in text[e : ends[i + 1]])
                for i, e in enumerate(ends[:-1])]
         cols, col, prev = [], 0, 0
         for a in starts:

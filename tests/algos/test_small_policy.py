@@ -688,8 +688,8 @@ def _next_entry_example(rng, k: int) -> tuple[PolicyInput, str]:
 
 
 def test_tokens_count_the_field_breaks_before_them_and_their_table_column():
-    """A span s..e crosses breaks[e] - breaks[s] line breaks or "|" separators; a token's column counts the
-    separators before it on its line (a row's second value is column 1)."""
+    """A span s..e crosses breaks[e] - breaks[s] line breaks, "|" separators or double quotes; a token's
+    column counts the separators before it on its line (a row's second value is column 1)."""
     from algos.policies.small import Featurizer
 
     t = Featurizer(4096, 128, 50, 4).tokens("title|servings\nMiso Soup|2 servings. Serve hot\n x: y", 64)
@@ -700,6 +700,8 @@ def test_tokens_count_the_field_breaks_before_them_and_their_table_column():
     assert t.columns.tolist() == [0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0]  # a separator ends its column
     span = lambda a, b: t.breaks[words.index(b, words.index(a))] - t.breaks[words.index(a)]  # noqa: E731
     assert span("Miso", "Soup") == 0 and span("Miso", "servings") == 1 and span("2", "hot") == 0
+    q = Featurizer(4096, 128, 50, 4).tokens('titled "Mix Tape" with', 64)  # a quoted title ends at its quote
+    assert q.breaks.tolist() == [0, 1, 1, 1, 2, 2]  # titled " Mix Tape " with
 
 
 def test_a_span_end_reads_the_field_breaks_it_crosses_in_the_goal_and_in_labels():

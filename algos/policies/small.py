@@ -29,8 +29,9 @@ the texts typed and the labels of the elements acted on (`PolicyInput.acted`), i
 the goal's tokens (`Featurizer.progress`); goal tokens done or past it key differently for the copy pointer,
 each element knows whether its label was acted on and whether it is the goal's next listed item on the
 screen, label tokens among the words typed earlier are flagged, and CLS reads how many actions of each type
-were taken. A copied span's end reads how many line breaks or "|" separators it crosses, and goal and label
-tokens their column in a "|"-separated table (a row's fields end at separators, not at the next line).
+were taken. A copied span's end reads how many line breaks, "|" separators or double quotes it crosses, and
+goal and label tokens their column in a "|"-separated table (a row's fields end at separators, not at the
+next line; a quoted title at its closing quote).
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
 components' log-probs; text and answers marginalise over every source, span and answer form giving the same

@@ -220,6 +220,29 @@ def token_shape(text: str, start: int, end: int) -> int:
     return (before * N_KIND + _kind(text[start:end])) * N_SIDE + after
 
 
+_BREAK_CODES = np.array([ord(c) for c in BREAKS], np.uint32)
+_SEPARATOR_CODES = np.array([ord(c) for c in FIELD_SEPARATORS], np.uint32)
+_BREAK_RE = re.compile("[" + re.escape("".join(sorted(BREAKS))) + "]")
+
+
+def _breaks_and_columns(text: str, starts: list[int], ends: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """`Tokens.breaks` and `Tokens.columns` of the tokens at these character offsets: a break follows token i
+    when a line break, a field separator or a double quote comes before the next token's end; a column counts
+    the separators between its line's start and the token."""
+    n = len(starts)
+    if not _BREAK_RE.search(text):  # plain text (most labels): no breaks, every token in column 0
+        return np.zeros(n, np.int64), np.zeros(n, np.int64)
+    code = np.frombuffer(text.encode("utf-32-le"), np.uint32)  # one code point each: str offsets index it
+    brk = np.concatenate([[0], np.cumsum(np.isin(code, _BREAK_CODES))])
+    e = np.array(ends, np.int64)
+    breaks = np.concatenate([[0], np.cumsum(brk[e[1:]] - brk[e[:-1]] > 0)])[:n]
+    sep = np.concatenate([[0], np.cumsum(np.isin(code, _SEPARATOR_CODES))])
+    nl = np.flatnonzero(code == ord("\n"))
+    s = np.array(starts, np.int64)
+    line_start = np.concatenate([[0], nl + 1])[np.searchsorted(nl, s)]
+    return breaks.astype(np.int64), np.minimum(sep[s] - sep[line_start], N_COLUMNS - 1).astype(np.int64)
+
+
 def _run_starts(hay: np.ndarray, needle: np.ndarray) -> list[int]:
     """Every index where `needle` occurs as a contiguous run of `hay` (token ids), ascending."""
     n = len(needle)
@@ -407,20 +430,9 @@ class Featurizer:
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
         starts, ends = [m.start() for m in ms], [m.end() for m in ms]
-        # a break follows token i when a line break, a field separator or a double quote comes before the next
-        # token's end
-        brk = [any(c in BREAKS for c in text[e : ends[i + 1]])
-               for i, e in enumerate(ends[:-1])]
-        cols, col, prev = [], 0, 0
-        for a in starts:
-            for c in text[prev:a]:
-                col = 0 if c == "\n" else col + (c in FIELD_SEPARATORS)
-            cols.append(min(col, N_COLUMNS - 1))
-            prev = a
         return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64), starts,
                       ends, np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64),
-                      np.concatenate([[0], np.cumsum(brk, dtype=np.int64)]) if ms else _EMPTY,
-                      np.array(cols, np.int64))
+                      *_breaks_and_columns(text, starts, ends))
 
     def _overlap(self, g: GoalFeat, e: ElementFeat) -> np.ndarray:
         """The element's dense features with the 5 goal-overlap slots filled (cached per goal and element):
@@ -638,10 +650,9 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                     lab_columns.append(e.tokens.columns)
                     lab_b.append(b)
                     lab_e.append(i)
-            if len(f.typed) and len(lab_ids) > n_before:
-                lab_typed += [np.isin(ids, f.typed) for ids in lab_ids[n_before:]]
-            else:
-                lab_typed += [np.zeros(len(ids), bool) for ids in lab_ids[n_before:]]
+            if len(lab_ids) > n_before:  # one isin per sample over its labels' tokens (flat, in order)
+                flat = np.concatenate(lab_ids[n_before:])
+                lab_typed.append(np.isin(flat, f.typed) if len(f.typed) else np.zeros(len(flat), bool))
         if f.hist_types:  # right-aligned: the last slot is the newest action
             hist_types[b, h - len(f.hist_types) :] = f.hist_types
             hist_lens[b, h - len(f.hist_types) :] = f.hist_lens

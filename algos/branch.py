@@ -83,8 +83,8 @@ class _Lane:
         self.forced = list(branch.forced)
         self.history = list(branch.history)
         self.seen = SeenElements()
-        for els in branch.screens:
-            self.seen.add(els)
+        for els, entry in zip(branch.screens, branch.history, strict=True):
+            self.seen.add(els, entry)
         self.input: PolicyInput | None = None
         self.steps = 0
         self.snaps: list[Snapshot] = []  # taken on the way (Branch.snap_at)
@@ -93,7 +93,8 @@ class _Lane:
         els = tuple(obs["ui_elements"])
         self.input = PolicyInput(goal=obs["goal"], elements=els, history=self.history,
                                  pixels=obs.get("pixels"), step=int(info.get("step", 0)),
-                                 max_steps=int(info.get("max_steps", 10)), seen=self.seen.view(els))
+                                 max_steps=int(info.get("max_steps", 10)), seen=self.seen.view(els),
+                                 acted=self.seen.acted)
 
     @property
     def settled(self) -> bool:
@@ -182,7 +183,7 @@ def play(policy: Policy, envs: Any, branches: list[Branch], greedy: bool = False
             obs, _, terms, truncs, infos = envs.step(texts)
         for i, lane in enumerate(lanes):
             lane.steps += 1
-            lane.seen.add(lane.input.elements)
+            lane.seen.add(lane.input.elements, entries[i])
             lane.history = [*lane.history, entries[i]]
             info = _row(infos, i)
             if terms[i] or truncs[i]:

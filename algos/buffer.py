@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from algos.prompt import PolicyInput, SeenElements, render_prompt
+from voyager_gym.actions import Action
 from voyager_gym.observation import BoundingBox, UIElement
 
 FORMAT_VERSION = "1"
@@ -127,6 +128,7 @@ class Step:
     # what the episode's earlier screens showed (`algos.prompt.seen_elements`): derived from the trajectory's
     # steps, so not stored (a loaded buffer recomputes it) and not compared
     seen: tuple[UIElement, ...] = dataclasses.field(default=(), compare=False)
+    acted: tuple[str | None, ...] = dataclasses.field(default=(), compare=False)  # PolicyInput.acted, too
 
     __eq__ = _fields_equal
     __hash__ = None  # type: ignore[assignment]
@@ -141,7 +143,7 @@ class Step:
         same element objects: a policy's per-element feature caches hit)."""
         pixels = self.frame if self.frame is not None else self.thumbnail
         return PolicyInput(goal=self.goal, elements=self.elements, history=list(self.history), pixels=pixels,
-                           step=self.t, max_steps=self.step_max, seen=self.seen)
+                           step=self.t, max_steps=self.step_max, seen=self.seen, acted=self.acted)
 
 
 @dataclasses.dataclass(eq=False)
@@ -405,8 +407,8 @@ class TrajectoryBuffer:
         for tr in trajs.values():  # what each step's earlier screens showed, as the rollout kept it
             seen = SeenElements()
             for st in tr.steps:
-                st.seen = seen.view(st.elements)
-                seen.add(st.elements)
+                st.seen, st.acted = seen.view(st.elements), seen.acted
+                seen.add(st.elements, Action.from_dict(st.action).to_json() if st.action is not None else "")
         return cls(groups.values())
 
     # -- export --------------------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from voyager_gym.actions import Action, format_response
+from voyager_gym.actions import Action, format_response, try_parse_action
 from voyager_gym.observation import UIElement, format_elements
 
 HISTORY_LEN = 8  # previous actions shown in a prompt
 SEEN_MAX = 64  # elements of earlier screens an input carries (`seen_elements`)
+TARGETING = frozenset({"click", "double_tap", "long_press", "input_text"})  # actions an `acted` label names
 SYSTEM = (
     "You are an agent that operates an Android phone to complete the user's goal. Each turn you see the "
     "goal, your previous actions and the screen's UI elements, numbered. Answer with one line 'Reason: ...' "
@@ -33,11 +34,14 @@ class PolicyInput:
     step: int = 0
     max_steps: int = 10
     seen: tuple[UIElement, ...] = ()  # labelled elements of the episode's earlier screens (`seen_elements`)
+    # per history entry, the label of the element it acted on (`acted_label`): which of a goal's items are
+    # done
+    acted: tuple[str | None, ...] = ()
 
     @classmethod
     def from_obs(
         cls, obs: dict[str, Any], history: list[str], step: int = 0, max_steps: int = 10,
-        seen: tuple[UIElement, ...] = (),
+        seen: tuple[UIElement, ...] = (), acted: tuple[str | None, ...] = (),
     ) -> PolicyInput:
         return cls(
             goal=obs["goal"],
@@ -47,19 +51,36 @@ class PolicyInput:
             step=step,
             max_steps=max_steps,
             seen=seen,
+            acted=acted,
         )
+
+
+def acted_label(elements: Sequence[UIElement], entry: str) -> str | None:
+    """The label (text, else content description) of the element that a history entry (an action's JSON,
+    or a response) acted on, on `elements`, the screen it was taken on; None when it names no element of it
+    or one without a label. A list's rows added one by one ("in order: A, B, C") differ only by these."""
+    a, _ = try_parse_action(entry)
+    i = a.index if a is not None and a.action_type in TARGETING else None
+    if i is None or not 0 <= i < len(elements):
+        return None
+    e = elements[i]
+    return (e.text or e.content_description) if isinstance(e, UIElement) else None
 
 
 class SeenElements:
     """What an agent has read on an episode's earlier screens, kept incrementally (`add` each screen it acted
-    on, `view` for the next one): see `seen_elements`."""
+    on, with the history entry of its action; `view` for the next one): see `seen_elements`. `acted` holds
+    the label each added action acted on (`acted_label`), in order."""
 
     def __init__(self, limit: int = SEEN_MAX):
         self.limit = limit
         self.n = 0
         self.by_label: dict[str, tuple[int, int, UIElement]] = {}  # label -> (first seen, last seen, latest)
+        self.acted: tuple[str | None, ...] = ()
 
-    def add(self, elements: Sequence[UIElement]) -> None:
+    def add(self, elements: Sequence[UIElement], entry: str | None = None) -> None:
+        if entry is not None:
+            self.acted = (*self.acted, acted_label(elements, entry))
         for e in elements:
             label = e.text or e.content_description
             if label:

@@ -211,7 +211,8 @@ class _Rollouts:
         els = els if isinstance(els, tuple) else tuple(els)
         return PolicyInput(goal=obs["goal"], elements=els, history=self.hist[i],
                            pixels=obs.get("pixels"), step=int(info.get("step", 0)),
-                           max_steps=int(info.get("max_steps", 10)), seen=self.seen[i].view(els))
+                           max_steps=int(info.get("max_steps", 10)), seen=self.seen[i].view(els),
+                           acted=self.seen[i].acted)
 
     def _drop_frames_unless_kept(self, k: int) -> None:
         if self._keeps_frames(k):
@@ -244,6 +245,7 @@ class _Rollouts:
                     invalid_reason=info.get("invalid_action"),
                     ui_elements=x.elements,
                     seen=x.seen,
+                    acted=x.acted,
                     screen_key=str(self.info[i].get("screen_key", "")),
                     thumbnail=_thumb(x.pixels, cfg.thumb_width),
                     frame=_frame(x.pixels, cfg.keep_frames, self.copy_frames),
@@ -256,7 +258,7 @@ class _Rollouts:
             )
         # a new list: the step just recorded keeps its own copy, the next input the grown one
         self.hist[i] = [*self.hist[i], o.action.to_json() if o.action is not None else "(invalid action)"]
-        self.seen[i].add(x.elements)
+        self.seen[i].add(x.elements, self.hist[i][-1])
         self.info[i] = info
         if not (term or trunc):
             self.inputs[i] = self._input(i, obs)

@@ -59,9 +59,10 @@ def main() -> None:
         seen = SeenElements()
         first, score = None, 0.0
         for t in range(info["max_steps"]):
-            x = PolicyInput.from_obs(obs, history, t, info["max_steps"], seen.view(obs["ui_elements"]))
-            seen.add(obs["ui_elements"])
+            x = PolicyInput.from_obs(obs, history, t, info["max_steps"], seen.view(obs["ui_elements"]),
+                                     seen.acted)
             out = policy.act([x], greedy=True)[0]
+            seen.add(obs["ui_elements"], out.text)
             if first is None:  # the expert is asked only on its own path (off it, it may be lost)
                 expert = env.unwrapped.expert_action()
                 mine, _ = try_parse_action(out.text)

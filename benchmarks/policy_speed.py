@@ -39,8 +39,8 @@ def collect(tasks: list[str], seeds: int) -> list[tuple]:
             while True:
                 a = env.unwrapped.expert_action()
                 x = PolicyInput.from_obs(obs, history, len(history), info["max_steps"],
-                                         seen.view(obs["ui_elements"]))
-                seen.add(obs["ui_elements"])
+                                         seen.view(obs["ui_elements"]), seen.acted)
+                seen.add(obs["ui_elements"], a)
                 out.append((x, render_response(parse_action(a))))
                 obs, _, term, trunc, info = env.step(a)
                 history.append(a)

@@ -84,8 +84,7 @@ def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0,
                 _, elements, _ = backend.observe(pixels=False)
                 expert = backend.expert_action()
                 x = PolicyInput(goal, tuple(elements), list(history), step=step, max_steps=max_steps,
-                                seen=seen.view(elements))
-                seen.add(elements)
+                                seen=seen.view(elements), acted=seen.acted)
                 decoded, why = round_trip(policy, [x], [expert])[0]
                 if not replan:
                     cov.steps += 1
@@ -100,6 +99,7 @@ def task_coverage(policy: Any, task: str, seeds: int = 20, suite_seed: int = 0,
                     act = decoded
                 backend.execute(act)
                 history.append(act.to_json())
+                seen.add(elements, history[-1])
                 if act.action_type == A.STATUS:
                     finished = backend.score() >= 1.0
                     break

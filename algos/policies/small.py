@@ -23,7 +23,15 @@ the last K elements of the episode's earlier screens (`PolicyInput.seen`) after 
 own positions: a typed text, a span or a quantity may come from them, and so may a list's items and a sum's
 terms (a list scrolled through); taps, typing targets and counts stay on the current screen. (Reading them
 only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations
-per task.)
+per task.) Beyond the last `history` actions, the policy reads what the episode has done so far (a
+multi-entry goal's steps differ only by which entries are entered, a playlist's by which files were added):
+the texts typed and the labels of the elements acted on (`PolicyInput.acted`), in order, move a cursor over
+the goal's tokens (`Featurizer.progress`); goal tokens done or past it key differently for the copy pointer,
+each element knows whether its label was acted on and whether it is the goal's next listed item on the
+screen, label tokens among the words typed earlier are flagged, and CLS reads how many actions of each type
+were taken. A copied span's end reads how many line breaks, "|" separators or double quotes it crosses, and
+goal and label tokens their column in a "|"-separated table (a row's fields end at separators, not at the
+next line; a quoted title at its closing quote).
 
 Scoring (`log_probs`) parses a response back into those fields. A response's log-prob is the sum of its
 components' log-probs; text and answers marginalise over every source, span and answer form giving the same
@@ -53,6 +61,7 @@ import math
 import re
 import time
 import zlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,6 +99,7 @@ NEEDS_ELEMENT = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS, A.INPUT_TEXT)  # pointer t
 OPTIONAL_ELEMENT = (A.SCROLL, A.SWIPE)  # pointer target or the "no element" slot
 _NEEDS_EL_IDX = [TYPE_INDEX[t] for t in NEEDS_ELEMENT]
 HIST_UNPARSED = len(ACTION_TYPES) + 1  # history type id of an action text that did not parse (0 = padding)
+_TYPED = ACTION_TYPES.index(A.INPUT_TEXT) + 1  # history type id of input_text
 _EMPTY = np.zeros(0, np.int64)
 # An answer is copied text, the selected elements' labels joined by ", ", how many elements are selected, a
 # quantity one element shows, in the unit such questions ask for (an h:mm:ss duration in whole minutes, a
@@ -142,6 +152,32 @@ QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 N_SIDE, N_KIND = 6, 7  # side: text edge, space, newline, quote, other symbol, letter or digit (glued)
 N_SHAPES = N_SIDE * N_KIND * N_SIDE
 GOAL_CONTEXT = 5  # width of the goal tokens' local-context convolution (2 neighbours each side)
+# A span's end also reads how many field breaks (a line break, a "|" separator, a double quote) lie inside it,
+# 0.. MAX_BREAKS (more count as MAX_BREAKS): dot-product keys cannot say "the first break after the start",
+# so a title's end, and its row's description's end, both before a line break, looked alike.
+MAX_BREAKS = 3
+FIELD_SEPARATORS = frozenset("|\t")
+BREAKS = FIELD_SEPARATORS | {"\n", '"', "\u201c", "\u201d"}  # double quotes too: a quoted title ends at one
+# A token's column in a separated table ("title|description|servings" rows): the field separators before it on
+# its line, up to N_COLUMNS - 1 (0 in plain text). Word vectors, shapes and positions alone do not tell a
+# row's second value from its third.
+N_COLUMNS = 8
+# What the episode has done beyond the last `history` actions, so a multi-entry task knows which entries are
+# done: the texts typed and the labels of the elements acted on (`PolicyInput.acted`), in order, are matched
+# to the goal's tokens, each to its first run at or after the previous match's end (the goal's "cursor": a
+# goal lists its items in the order they are entered); goal tokens matched or past the cursor, and elements
+# whose label is in the goal past it (the earliest of them: the next item), are flagged; label tokens among
+# the words typed earlier too; CLS reads how many actions of each type were taken and how far the cursor is.
+# Their weights start at zero, see LATER_PARAMETERS.
+N_DONE = HIST_UNPARSED + 2  # history type ids: 0 (unused), one per action type, unparsed; the cursor's place
+DONE_SCALE = 8.0
+N_GOAL_PROGRESS = 3  # a goal token: matched by an earlier action, at or past the cursor, at the cursor
+N_EL_PROGRESS = 5  # an element: its label was acted on; is in the goal past the cursor; is the earliest such
+# on the screen; how far past; is in the goal only before the cursor
+# Checkpoints saved before these weights load with them at their zero start (and act exactly as they did)
+LATER_PARAMETERS = frozenset(f"{m}.{w}" for m in ("done_counts", "copy_order", "goal_progress", "el_progress",
+                                                       "end_breaks")
+                             for w in ("weight", "bias")) | {"typed", "tok_column.weight"}
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -184,6 +220,38 @@ def token_shape(text: str, start: int, end: int) -> int:
     return (before * N_KIND + _kind(text[start:end])) * N_SIDE + after
 
 
+_BREAK_CODES = np.array([ord(c) for c in BREAKS], np.uint32)
+_SEPARATOR_CODES = np.array([ord(c) for c in FIELD_SEPARATORS], np.uint32)
+_BREAK_RE = re.compile("[" + re.escape("".join(sorted(BREAKS))) + "]")
+
+
+def _breaks_and_columns(text: str, starts: list[int], ends: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """`Tokens.breaks` and `Tokens.columns` of the tokens at these character offsets: a break follows token i
+    when a line break, a field separator or a double quote comes before the next token's end; a column counts
+    the separators between its line's start and the token."""
+    n = len(starts)
+    if not _BREAK_RE.search(text):  # plain text (most labels): no breaks, every token in column 0
+        return np.zeros(n, np.int64), np.zeros(n, np.int64)
+    code = np.frombuffer(text.encode("utf-32-le"), np.uint32)  # one code point each: str offsets index it
+    brk = np.concatenate([[0], np.cumsum(np.isin(code, _BREAK_CODES))])
+    e = np.array(ends, np.int64)
+    breaks = np.concatenate([[0], np.cumsum(brk[e[1:]] - brk[e[:-1]] > 0)])[:n]
+    sep = np.concatenate([[0], np.cumsum(np.isin(code, _SEPARATOR_CODES))])
+    nl = np.flatnonzero(code == ord("\n"))
+    s = np.array(starts, np.int64)
+    line_start = np.concatenate([[0], nl + 1])[np.searchsorted(nl, s)]
+    return breaks.astype(np.int64), np.minimum(sep[s] - sep[line_start], N_COLUMNS - 1).astype(np.int64)
+
+
+def _run_starts(hay: np.ndarray, needle: np.ndarray) -> list[int]:
+    """Every index where `needle` occurs as a contiguous run of `hay` (token ids), ascending."""
+    n = len(needle)
+    if not n or n > len(hay):
+        return []
+    hits = np.flatnonzero(hay[: len(hay) - n + 1] == needle[0])
+    return [int(i) for i in hits if np.array_equal(hay[i : i + n], needle)]
+
+
 def _contains_run(hay: np.ndarray, needle: np.ndarray) -> bool:
     """`needle` occurs as a contiguous run of `hay` (token ids)."""
     n = len(needle)
@@ -210,6 +278,9 @@ class Tokens:
     starts: list[int]
     ends: list[int]
     shapes: np.ndarray  # int64 [S]: `token_shape` of each token
+    breaks: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # int64 [S]: field breaks before
+    # each token (a span s..e holds breaks[e] - breaks[s] of them, see MAX_BREAKS)
+    columns: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # int64 [S]: see N_COLUMNS
 
     def span_text(self, s: int, e: int) -> str:
         return self.text[self.starts[s] : self.ends[e]]
@@ -237,6 +308,7 @@ class GoalFeat(Tokens):
     lower: str = ""
     compact: str = ""  # compact(text): for matching labels written differently ("Wi‑Fi" vs "wifi")
     long_words: frozenset[str] = frozenset()  # compact words of 3+ characters
+    runs: dict[str, tuple[list[int], int]] = dataclasses.field(default_factory=dict, repr=False)  # run_starts
     overlaps: dict[int, tuple[ElementFeat, np.ndarray]] = dataclasses.field(default_factory=dict, repr=False)
 
 
@@ -272,6 +344,11 @@ class SampleFeat:
     step_frac: float
     n_cur: int  # elements[:n_cur] are on the screen, the rest were seen on earlier screens
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
+    typed: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # word buckets typed earlier
+    goal_progress: np.ndarray | None = None  # float32 [T, N_GOAL_PROGRESS] (a multi-entry goal's rows done)
+    el_progress: np.ndarray | None = None  # float32 [E, N_EL_PROGRESS] (which listed item is next)
+    done: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(N_DONE, np.float32))  # actions of
+    # each type taken so far this episode, / DONE_SCALE (the whole history), and the cursor's place (0..1)
 
 
 class Featurizer:
@@ -311,9 +388,9 @@ class Featurizer:
     def _goal(self, text: str) -> GoalFeat:
         t = self.tokens(text, self.max_goal)
         words = {compact(w) for w in re.findall(r"\w+", text)}
-        return GoalFeat(text, t.ids, t.starts, t.ends, t.shapes, frozenset(t.ids.tolist()), text.lower(),
-                        compact(text),
-                        frozenset(w for w in words if len(w) >= 3))
+        return GoalFeat(text, t.ids, t.starts, t.ends, t.shapes, t.breaks, t.columns,
+                        id_set=frozenset(t.ids.tolist()), lower=text.lower(), compact=compact(text),
+                        long_words=frozenset(w for w in words if len(w) >= 3))
 
     def element(self, el: UIElement) -> ElementFeat:
         """Cached by identity first (the same observation objects are scored again in training epochs), then
@@ -352,9 +429,10 @@ class Featurizer:
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
-        return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64),
-                      [m.start() for m in ms], [m.end() for m in ms],
-                      np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64))
+        starts, ends = [m.start() for m in ms], [m.end() for m in ms]
+        return Tokens(text, np.array([bucket(m.group().lower(), self.vocab) for m in ms], np.int64), starts,
+                      ends, np.array([token_shape(text, m.start(), m.end()) for m in ms], np.int64),
+                      *_breaks_and_columns(text, starts, ends))
 
     def _overlap(self, g: GoalFeat, e: ElementFeat) -> np.ndarray:
         """The element's dense features with the 5 goal-overlap slots filled (cached per goal and element):
@@ -374,6 +452,62 @@ class Featurizer:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
         return row
+
+    def run_starts(self, g: GoalFeat, key: str, words: np.ndarray) -> tuple[list[int], int]:
+        """(where `words` occur as a run of the goal's tokens, their count), cached per goal by `key` (a
+        label, or a history entry's text)."""
+        hit = g.runs.get(key)
+        if hit is None:
+            if len(g.runs) >= OVERLAP_CACHE_SIZE:
+                g.runs.clear()
+            hit = g.runs[key] = (_run_starts(g.ids, words), len(words))
+        return hit
+
+    def progress(self, g: GoalFeat, x: PolicyInput, els: list[ElementFeat], n_cur: int,
+                 items: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Goal-token and element progress features (see N_GOAL_PROGRESS, N_EL_PROGRESS) and the cursor: each
+        typed text and acted-on label of the episode, in order, takes the first run of the goal's tokens
+        that it matches at or after the cursor, and the cursor moves past it (else the last run before it,
+        flagged done, and the cursor stays)."""
+        n_goal = len(g.ids)
+        goal = np.zeros((n_goal, N_GOAL_PROGRESS), np.float32)
+        cursor = 0
+        off = len(x.history) - len(x.acted)  # acted[k] belongs to history[off + k] (right-aligned)
+        for k, (h, (t, w)) in enumerate(zip(x.history, items, strict=True)):
+            if t == _TYPED:
+                starts, n = self.run_starts(g, h, w)
+            else:
+                label = x.acted[k - off] if k >= off else None
+                if not label:
+                    continue
+                starts, n = self.run_starts(g, label, self.words(label))
+            j = bisect_left(starts, cursor)
+            if j < len(starts):
+                goal[starts[j] : starts[j] + n, 0] = 1.0
+                cursor = starts[j] + n
+            elif starts:  # entered out of the goal's order (a playlist's title after its first file)
+                goal[starts[-1] : starts[-1] + n, 0] = 1.0
+        goal[cursor:, 1] = 1.0
+        if cursor < n_goal:
+            goal[cursor, 2] = 1.0
+        el = np.zeros((len(els), N_EL_PROGRESS), np.float32)
+        acted = set(x.acted)
+        ahead = np.full(n_cur, n_goal + 1)
+        for i, e in enumerate(els[:n_cur]):
+            if not e.label:
+                continue
+            el[i, 0] = e.label in acted
+            starts, _ = self.run_starts(g, e.label, self.words(e.label))
+            j = bisect_left(starts, cursor)
+            if j < len(starts):
+                ahead[i] = starts[j]
+                el[i, 1] = 1.0
+                el[i, 3] = (starts[j] - cursor) / max(1, n_goal)
+            elif starts:
+                el[i, 4] = 1.0
+        if n_cur and el[:n_cur, 1].any():
+            el[:n_cur, 2] = ahead == ahead.min()
+        return goal, el, cursor
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
         """(type id, words of its text / app / direction / status) of one previous action's JSON text."""
@@ -400,14 +534,21 @@ class Featurizer:
         same = Counter(e.label_lower for e in els[:n_cur] if e.label_lower)  # another element of this screen
         dense[:n_cur, 19] = [same[e.label_lower] > 1 for e in els[:n_cur]]  # has its label (duplicate rows,
         # colour swatches)
-        hist = [self.history_item(h) for h in (x.history[-self.history :] if self.history else [])]
+        items = [self.history_item(h) for h in x.history]  # the whole episode so far (cached per text)
+        hist = items[-self.history :] if self.history else []
+        typed_words = [w for t, w in items if t == _TYPED]
+        typed = np.unique(np.concatenate(typed_words)) if typed_words else _EMPTY
+        done = np.bincount([t for t, _ in items], minlength=N_DONE).astype(np.float32) / DONE_SCALE
+        goal_progress, el_progress, cursor = self.progress(g, x, els, n_cur, items)
+        done[-1] = cursor / max(1, len(g.ids))
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
             el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
             el_lens=np.array([len(e.ids) for e in els], np.int64),
             hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
-            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur)
+            hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur,
+            typed=typed, goal_progress=goal_progress, el_progress=el_progress, done=done)
 
 
 @dataclasses.dataclass
@@ -436,6 +577,10 @@ class Batch:
     lab_ids: torch.Tensor  # [N] word buckets of every element's label tokens, flat
     lab_at: torch.Tensor  # [N, 3] (sample, element, position) of each flat label token
     lab_shape: torch.Tensor  # [N] each flat label token's shape
+    lab_breaks: torch.Tensor  # [N] each flat label token's `Tokens.breaks`
+    lab_columns: torch.Tensor  # [N] and its `Tokens.columns`
+    goal_columns_u: torch.Tensor  # [U, T] the distinct goals' tokens' columns
+    goal_breaks: torch.Tensor  # [B, T] each goal token's `Tokens.breaks`
     lab_len: torch.Tensor  # [B, E] how many label tokens each element has (0: none)
     lab_off: torch.Tensor  # [B, E] where each element's label tokens start in the flat arrays
     has_quantity: torch.Tensor  # [B, E] the element's label is a quantity (see `measure`)
@@ -443,6 +588,10 @@ class Batch:
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
+    goal_progress: torch.Tensor | None = None  # [B, T, N_GOAL_PROGRESS] see Featurizer.progress
+    el_progress: torch.Tensor | None = None  # [B, E, N_EL_PROGRESS] see Featurizer.progress
+    lab_typed: torch.Tensor | None = None  # [N] the flat label token was typed earlier in the episode
+    done: torch.Tensor | None = None  # [B, N_DONE] actions of each type taken so far / DONE_SCALE
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
     lab_words: torch.Tensor | None = None  # [N, d] word vector of each flat label token
@@ -463,8 +612,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     n_goal_u = np.array([len(g.ids) for g in uniq], np.int64)
     goal_lens = (np.arange(t_max)[None] < n_goal_u[:, None]).astype(np.int64)
     goal_shape = np.zeros((len(uniq), t_max), np.int64)
+    goal_columns = np.zeros((len(uniq), t_max), np.int64)
     for u, g in enumerate(uniq):
         goal_shape[u, : len(g.shapes)] = g.shapes
+        goal_columns[u, : len(g.columns)] = g.columns
     hist_lens = np.zeros((bsz, h), np.int64)
     el_lens = np.zeros((bsz, e_max), np.int64)
     dense = np.zeros((bsz, e_max, N_DENSE), np.float32)
@@ -473,8 +624,18 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     summand = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
     lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
+    lab_breaks, lab_columns = [], []
+    goal_breaks = np.zeros((bsz, t_max), np.int64)
+    goal_progress = np.zeros((bsz, t_max, N_GOAL_PROGRESS), np.float32)
+    el_progress = np.zeros((bsz, e_max, N_EL_PROGRESS), np.float32)
+    lab_typed = []
     for b, f in enumerate(feats):
+        goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
+        if f.goal_progress is not None:
+            goal_progress[b, : len(f.goal_progress)] = f.goal_progress
+            el_progress[b, : len(f.el_progress)] = f.el_progress
         k = n_el[b]
+        n_before = len(lab_ids)
         if k:
             dense[b, :k] = f.dense
             has_label[b, :k] = f.has_label
@@ -485,8 +646,13 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                 if e.tokens is not None and len(e.tokens.ids):
                     lab_ids.append(e.tokens.ids)
                     lab_shape.append(e.tokens.shapes)
+                    lab_breaks.append(e.tokens.breaks)
+                    lab_columns.append(e.tokens.columns)
                     lab_b.append(b)
                     lab_e.append(i)
+            if len(lab_ids) > n_before:  # one isin per sample over its labels' tokens (flat, in order)
+                flat = np.concatenate(lab_ids[n_before:])
+                lab_typed.append(np.isin(flat, f.typed) if len(f.typed) else np.zeros(len(flat), bool))
         if f.hist_types:  # right-aligned: the last slot is the newest action
             hist_types[b, h - len(f.hist_types) :] = f.hist_types
             hist_lens[b, h - len(f.hist_types) :] = f.hist_lens
@@ -525,6 +691,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
         lab_at=t(lab_at),
         lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
+        lab_breaks=t(np.concatenate(lab_breaks) if lab_breaks else _EMPTY),
+        lab_columns=t(np.concatenate(lab_columns) if lab_columns else _EMPTY),
+        goal_columns_u=t(goal_columns),
+        goal_breaks=t(goal_breaks),
         has_quantity=t(has_quantity),
         summand=t(summand),
         cur_mask=torch.arange(e_max, device=device)[None] < t(n_cur)[:, None],
@@ -533,6 +703,10 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         lab_off=t(lab_off),
         app_match=(t(np.stack([f.app_match for f in feats]).astype(np.float32))
                    if all(f.app_match is not None for f in feats) else None),
+        goal_progress=t(goal_progress),
+        el_progress=t(el_progress),
+        lab_typed=t(np.concatenate(lab_typed) if lab_typed else np.zeros(0, bool)),
+        done=t(np.stack([f.done for f in feats])),
     )
 
 
@@ -652,6 +826,20 @@ class PointerNet(nn.Module):
         if memory:  # elements of earlier screens: their own positions (last seen = last) instead of el_pos
             self.seen_pos = nn.Embedding(memory, d)
             nn.init.normal_(self.seen_pos.weight, std=0.1)
+        # what the episode has done (LATER_PARAMETERS: zero at first, made last so the others draw as before)
+        self.typed = nn.Parameter(torch.zeros(d))  # added to copy keys of label tokens typed earlier
+        self.done_counts = nn.Linear(N_DONE, d)  # CLS reads how many actions of each type were taken
+        self.goal_progress = nn.Linear(N_GOAL_PROGRESS, d)  # added to the copy keys of goal tokens
+        self.el_progress = nn.Linear(N_EL_PROGRESS, d)  # added to the elements' inputs
+        # per copy, how much a span's start prefers each goal-token progress flag and earlier tokens (a
+        # multi-entry goal is entered in order): one weight per flag, and one times its relative position
+        self.copy_order = nn.Linear(d, N_GOAL_PROGRESS + 1)
+        self.end_breaks = nn.Linear(d, 1 + MAX_BREAKS)  # a span end's bias by the field breaks it crosses
+        self.tok_column = nn.Embedding(N_COLUMNS, d)  # goal and label tokens: their column in a table
+        nn.init.zeros_(self.tok_column.weight)
+        for lin in (self.done_counts, self.goal_progress, self.el_progress, self.copy_order, self.end_breaks):
+            nn.init.zeros_(lin.weight)
+            nn.init.zeros_(lin.bias)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -681,7 +869,10 @@ class PointerNet(nn.Module):
         goal, hist, el, goal_mean, b.app_words, b.lab_words = pooled.split(
             [n_goals * t_len, bsz * h_len, bsz * e_len, bsz, n_app, n_lab])
         mem, kvs = self.goal_memory(b, goal.view(n_goals, t_len, -1))
-        cls = (seg[0] + self.step(b.step) + goal_mean)[:, None]  # CLS starts as the goal's mean word vector
+        cls = seg[0] + self.step(b.step) + goal_mean  # CLS starts as the goal's mean word vector
+        if b.done is not None:
+            cls = cls + self.done_counts(b.done)
+        cls = cls[:, None]
         hist = (hist.view(bsz, h_len, -1) + self.hist_type(b.hist_types) + self.hist_pos.weight[:h_len]
                 + seg[2])
         if self.memory:  # positions: the screen's elements 0.., then the seen ones after el_pos's table
@@ -692,6 +883,8 @@ class PointerNet(nn.Module):
         else:
             el_pos = self.el_pos.weight[:e_len]
         el = el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
+        if b.el_progress is not None:
+            el = el + self.el_progress(b.el_progress)
         x = torch.cat([cls, hist, el], 1)
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, b.el_mask], 1)  # keys each query may read: goal memory first
@@ -709,7 +902,7 @@ class PointerNet(nn.Module):
         are encoded together; without, each goal missing from the cache is encoded alone at its own length
         (so what is cached never depends on which batch first asked for it)."""
         n_goals, t_len, d = words.shape
-        x = words + self.tok_shape(b.goal_shape_u)
+        x = words + self.tok_shape(b.goal_shape_u) + self.tok_column(b.goal_columns_u)
         if torch.is_grad_enabled():
             return self._encode_goals(x, b.goal_mask_u)
         if self._params is None:
@@ -783,11 +976,21 @@ class TextHead:
     label_len: torch.Tensor  # [B, E] tokens in each element's label
     label_off: torch.Tensor  # [B, E] where each element's tokens start in the flat tensors
     scale: float  # 1 / (sqrt(d) * temperature)
+    breaks: torch.Tensor  # [B, 1 + MAX_BREAKS] end logit bias by the field breaks inside the span (tempered)
+    goal_breaks: torch.Tensor  # [B, T] `Tokens.breaks` of the goal's tokens
+    label_breaks: torch.Tensor  # [N] those of every flat label token
+
+    def _break_bias(self, rows: torch.Tensor, at: torch.Tensor, start_at: torch.Tensor) -> torch.Tensor:
+        """End logit bias [N, S] of spans from tokens with `start_at` [N] breaks before them to tokens with
+        `at` [N, S]."""
+        return self.breaks[rows].gather(1, (at - start_at[:, None]).clamp(0, MAX_BREAKS))
 
     def goal_end(self, rows: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, T] for goal spans starting at `starts` in samples `rows`."""
         q = self.goal_end_q[rows] + self.end_from_start(self.goal_states[rows, starts])
         logits = torch.einsum("nd,ntd->nt", q, self.goal_end_k[rows]) * self.scale
+        brk = self.goal_breaks[rows]
+        logits = logits + self._break_bias(rows, brk, brk.gather(1, starts[:, None])[:, 0])
         t = torch.arange(self.goal_mask.shape[1], device=rows.device)
         ok = self.goal_mask[rows] & (t[None] >= starts[:, None])
         ok[:, 0] |= ~ok.any(1)
@@ -818,6 +1021,10 @@ class TextHead:
     def label_end_lp(self, rows: torch.Tensor, els: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, S] for spans of element `els`' labels starting at `starts`."""
         en, ok, pos = self._label_rows(self.label_end, rows, els)
+        if len(self.label_breaks):
+            last, off = len(self.label_breaks) - 1, self.label_off[rows, els]
+            at = self.label_breaks[(off[:, None] + pos[None]).clamp(max=last)]
+            en = en + self._break_bias(rows, at, self.label_breaks[(off + starts).clamp(max=last)])
         ok = ok & (pos[None] >= starts[:, None])
         ok[:, 0] |= ~ok.any(1)  # no label there (another source was chosen): a finite dummy row
         return _masked_log_softmax(en, ok)
@@ -1003,7 +1210,15 @@ class SmallPolicy(Policy):
         src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
+        order = m.copy_order(ctx)  # [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
+        if b.goal_progress is not None:  # goal tokens done, or past the episode's cursor, key differently
+            h_goal = h_goal + m.goal_progress(b.goal_progress)
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
+        if b.goal_progress is not None:
+            t_len = b.goal_mask.shape[1]
+            rel = torch.arange(t_len, device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
+            st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
+                                     + order[:, -1:] * rel) / tau
         gm = b.goal_mask.clone()
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
@@ -1016,19 +1231,26 @@ class SmallPolicy(Policy):
         far = pos.clamp(max=LABEL_POSITIONS - 1)
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
+               + m.tok_column.weight.index_select(0, b.lab_columns)
                + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
+        if b.lab_typed is not None and len(b.lab_typed):
+            tok = tok + b.lab_typed[:, None] * m.typed
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
             q = q_lin(ctx)
             return ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
                     + (q @ k_lin.bias).index_select(0, row)) * scale / tau
 
-        lp_lst = _segment_log_softmax(label_logits(m.lstart_q, m.lstart_k), row * e_len + el, bsz * e_len)
+        st_lab = label_logits(m.lstart_q, m.lstart_k)
+        if b.lab_typed is not None and len(b.lab_typed):
+            rel = pos / b.lab_len[row, el].clamp(min=1)
+            w = order.index_select(0, row)
+            st_lab = st_lab + (w[:, 0] * b.lab_typed + w[:, -1] * rel) / tau
+        lp_lst = _segment_log_softmax(st_lab, row * e_len + el, bsz * e_len)
         en = label_logits(m.lend_q, m.lend_k)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
                            m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
-                           b.lab_off,
-                           scale / tau)
+                           b.lab_off, scale / tau, m.end_breaks(ctx) / tau, b.goal_breaks, b.lab_breaks)
         sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
         hd.select = sel.masked_fill(~b.has_label, NEG)  # lists: labelled, on the screen or read earlier
         cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
@@ -1597,12 +1819,15 @@ class SmallPolicy(Policy):
                              "vocabulary it was trained with: load_policy(path, app_names=[...])")
         pol = cls(**{**cfg, **kwargs})
         state = load_file(str(p / "model.safetensors"), device=str(pol.device))
-        missing = sorted(set(pol.model.state_dict()) - set(state))
+        missing = sorted(set(pol.model.state_dict()) - set(state) - LATER_PARAMETERS)
         if missing:
             more = " ..." if len(missing) > 4 else ""
             raise ValueError(f"{p} was saved by an older SmallPolicy without {', '.join(missing[:4])}{more}; "
                              "retrain it (cached base policies and RFT checkpoints are rebuilt on their own)")
-        pol.model.load_state_dict(state)
+        unexpected = pol.model.load_state_dict(state, strict=False).unexpected_keys  # only LATER_PARAMETERS
+        if unexpected:  # may be missing (checked above)
+            raise ValueError(f"{p} holds weights this SmallPolicy does not have: "
+                             f"{', '.join(unexpected[:4])}; expected a checkpoint saved by SmallPolicy.save")
         return pol
 
 

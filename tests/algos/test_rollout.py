@@ -199,6 +199,9 @@ def test_rollout_steps_render_prompts_lazily_and_round_trip_through_parquet(tmp_
     # what earlier screens showed: as the rollout saw it, recomputed by a loaded buffer
     assert [x.policy_input().seen for x in steps] == [x.seen for x in buf.steps()]
     assert any(x.seen for x in steps) and not any(x.seen for x in steps if x.t == 0)
+    # the labels acted on, one per earlier action: as the rollout kept them, recomputed too
+    assert [x.policy_input().acted for x in steps] == [x.acted for x in buf.steps()]
+    assert all(len(x.acted) == x.t for x in steps) and any(any(x.acted) for x in steps)
     ds = buf.to_sft_dataset()
     assert ds["prompt"] == [render_prompt(x.policy_input()) for x in buf.steps()]
 

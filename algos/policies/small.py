@@ -252,15 +252,6 @@ def _run_starts(hay: np.ndarray, needle: np.ndarray) -> list[int]:
     return [int(i) for i in hits if np.array_equal(hay[i : i + n], needle)]
 
 
-def _contains_run(hay: np.ndarray, needle: np.ndarray) -> bool:
-    """`needle` occurs as a contiguous run of `hay` (token ids)."""
-    n = len(needle)
-    if not n or n > len(hay):
-        return False
-    hits = np.flatnonzero(hay[: len(hay) - n + 1] == needle[0])
-    return any(np.array_equal(hay[i : i + n], needle) for i in hits)
-
-
 def bucket(word: str, n: int) -> int:
     """Stable hash bucket of a lower-cased word (crc32: identical across processes and machines)."""
     return zlib.crc32(word.encode("utf-8")) % n
@@ -343,12 +334,12 @@ class SampleFeat:
     hist_lens: list[int]
     step_frac: float
     n_cur: int  # elements[:n_cur] are on the screen, the rest were seen on earlier screens
+    typed: np.ndarray  # word buckets typed earlier
+    goal_progress: np.ndarray  # float32 [T, N_GOAL_PROGRESS] (a multi-entry goal's rows done)
+    el_progress: np.ndarray  # float32 [E, N_EL_PROGRESS] (which listed item is next)
+    done: np.ndarray  # float32 [N_DONE]: actions of each type taken so far this episode / DONE_SCALE (the
+    # whole history), and the cursor's place (0..1)
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
-    typed: np.ndarray = dataclasses.field(default_factory=lambda: _EMPTY)  # word buckets typed earlier
-    goal_progress: np.ndarray | None = None  # float32 [T, N_GOAL_PROGRESS] (a multi-entry goal's rows done)
-    el_progress: np.ndarray | None = None  # float32 [E, N_EL_PROGRESS] (which listed item is next)
-    done: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(N_DONE, np.float32))  # actions of
-    # each type taken so far this episode, / DONE_SCALE (the whole history), and the cursor's place (0..1)
 
 
 class Featurizer:
@@ -447,7 +438,7 @@ class Featurizer:
         row[15] = bool(e.label_lower) and e.label_lower in g.lower
         row[16] = len(e.label_compact) >= 3 and e.label_compact in g.compact
         row[17] = bool(e.label_compact) and any(w in e.label_compact for w in g.long_words)
-        row[18] = e.tokens is not None and _contains_run(g.ids, e.tokens.ids)
+        row[18] = e.tokens is not None and bool(_run_starts(g.ids, e.tokens.ids))
         if len(g.overlaps) >= OVERLAP_CACHE_SIZE:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
@@ -587,11 +578,11 @@ class Batch:
     summand: torch.Tensor  # [B, E] an element read (on the screen or earlier) whose quantity is not zero
     cur_mask: torch.Tensor  # [B, E] the element is on the screen (not one seen earlier)
     n_cur: torch.Tensor  # [B]
+    goal_progress: torch.Tensor  # [B, T, N_GOAL_PROGRESS] see Featurizer.progress
+    el_progress: torch.Tensor  # [B, E, N_EL_PROGRESS] see Featurizer.progress
+    lab_typed: torch.Tensor  # [N] the flat label token was typed earlier in the episode
+    done: torch.Tensor  # [B, N_DONE] actions of each type taken so far / DONE_SCALE, and the cursor's place
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
-    goal_progress: torch.Tensor | None = None  # [B, T, N_GOAL_PROGRESS] see Featurizer.progress
-    el_progress: torch.Tensor | None = None  # [B, E, N_EL_PROGRESS] see Featurizer.progress
-    lab_typed: torch.Tensor | None = None  # [N] the flat label token was typed earlier in the episode
-    done: torch.Tensor | None = None  # [B, N_DONE] actions of each type taken so far / DONE_SCALE
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
     lab_words: torch.Tensor | None = None  # [N, d] word vector of each flat label token
@@ -631,9 +622,8 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     lab_typed = []
     for b, f in enumerate(feats):
         goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
-        if f.goal_progress is not None:
-            goal_progress[b, : len(f.goal_progress)] = f.goal_progress
-            el_progress[b, : len(f.el_progress)] = f.el_progress
+        goal_progress[b, : len(f.goal_progress)] = f.goal_progress
+        el_progress[b, : len(f.el_progress)] = f.el_progress
         k = n_el[b]
         n_before = len(lab_ids)
         if k:
@@ -869,10 +859,8 @@ class PointerNet(nn.Module):
         goal, hist, el, goal_mean, b.app_words, b.lab_words = pooled.split(
             [n_goals * t_len, bsz * h_len, bsz * e_len, bsz, n_app, n_lab])
         mem, kvs = self.goal_memory(b, goal.view(n_goals, t_len, -1))
-        cls = seg[0] + self.step(b.step) + goal_mean  # CLS starts as the goal's mean word vector
-        if b.done is not None:
-            cls = cls + self.done_counts(b.done)
-        cls = cls[:, None]
+        # CLS starts as the goal's mean word vector
+        cls = (seg[0] + self.step(b.step) + goal_mean + self.done_counts(b.done))[:, None]
         hist = (hist.view(bsz, h_len, -1) + self.hist_type(b.hist_types) + self.hist_pos.weight[:h_len]
                 + seg[2])
         if self.memory:  # positions: the screen's elements 0.., then the seen ones after el_pos's table
@@ -882,9 +870,8 @@ class PointerNet(nn.Module):
             el_pos = table.index_select(0, pos.clamp(max=len(table) - 1).flatten()).view(bsz, e_len, -1)
         else:
             el_pos = self.el_pos.weight[:e_len]
-        el = el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
-        if b.el_progress is not None:
-            el = el + self.el_progress(b.el_progress)
+        el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
+              + self.el_progress(b.el_progress))
         x = torch.cat([cls, hist, el], 1)
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, b.el_mask], 1)  # keys each query may read: goal memory first
@@ -1211,14 +1198,11 @@ class SmallPolicy(Policy):
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
         order = m.copy_order(ctx)  # [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
-        if b.goal_progress is not None:  # goal tokens done, or past the episode's cursor, key differently
-            h_goal = h_goal + m.goal_progress(b.goal_progress)
+        h_goal = h_goal + m.goal_progress(b.goal_progress)  # goal tokens done, or past the cursor, key apart
         st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
-        if b.goal_progress is not None:
-            t_len = b.goal_mask.shape[1]
-            rel = torch.arange(t_len, device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
-            st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
-                                     + order[:, -1:] * rel) / tau
+        rel = torch.arange(b.goal_mask.shape[1], device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
+        st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
+                                 + order[:, -1:] * rel) / tau
         gm = b.goal_mask.clone()
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
@@ -1232,20 +1216,17 @@ class SmallPolicy(Policy):
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
                + m.tok_column.weight.index_select(0, b.lab_columns)
-               + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el))
-        if b.lab_typed is not None and len(b.lab_typed):
-            tok = tok + b.lab_typed[:, None] * m.typed
+               + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el)
+               + b.lab_typed[:, None] * m.typed)
 
         def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
             q = q_lin(ctx)
             return ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
                     + (q @ k_lin.bias).index_select(0, row)) * scale / tau
 
-        st_lab = label_logits(m.lstart_q, m.lstart_k)
-        if b.lab_typed is not None and len(b.lab_typed):
-            rel = pos / b.lab_len[row, el].clamp(min=1)
-            w = order.index_select(0, row)
-            st_lab = st_lab + (w[:, 0] * b.lab_typed + w[:, -1] * rel) / tau
+        w = order.index_select(0, row)  # the same start preferences over label tokens typed earlier
+        st_lab = (label_logits(m.lstart_q, m.lstart_k)
+                  + (w[:, 0] * b.lab_typed + w[:, -1] * pos / b.lab_len[row, el].clamp(min=1)) / tau)
         lp_lst = _segment_log_softmax(st_lab, row * e_len + el, bsz * e_len)
         en = label_logits(m.lend_q, m.lend_k)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),

@@ -272,6 +272,8 @@ def main() -> None:
     if not tasks or not scales or args.groups < 1 or args.repeat < 1:
         raise SystemExit(f"need tasks, scales, --groups >= 1 and --repeat >= 1; got --tasks {args.tasks!r} "
                          f"--scales {args.scales!r} --groups {args.groups} --repeat {args.repeat}")
+    if args.cv_threads < 0:
+        raise SystemExit(f"--cv-threads {args.cv_threads}: expected 0 (OpenCV default) or a count >= 1")
     if args.cv_threads > 0:  # OpenCV's pool spends CPU time waking threads for ~ms-long resizes
         cv2.setNumThreads(args.cv_threads)
     print(f"OpenCV {cv2.__version__}, {cv2.getNumThreads()} thread(s) for both detectors")

@@ -8,6 +8,7 @@ shared). Targets for the harness on 2 cores: act >= 2,000 actions/s at batch 64,
 
     python benchmarks/policy_speed.py [--tasks A,B] [--seeds 4] [--batch 64] [--reps 5] [--threads 2]
                                       [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
+                                      [--memory-mode encoder|heads]   (how they are read)
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main() -> None:
     ap.add_argument("--loop-samples", type=int, default=128, help="samples in the per-sample reference loops")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory", type=int, default=0, help="SmallPolicy(memory=K): earlier screens' elements")
+    ap.add_argument("--memory-mode", default="encoder", choices=("encoder", "heads"),
+                    help="SmallPolicy(memory_mode=...): earlier screens' elements in the encoder or heads")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
@@ -86,12 +89,12 @@ def main() -> None:
     n_el = sum(len(x.elements) for x in xs) / len(xs)
     print(f"{len(samples)} expert steps from {len(args.tasks.split(','))} tasks x {args.seeds} seeds "
           f"(mean {n_el:.1f} elements per screen)")
-    cold_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
+    cold_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
     t0 = time.perf_counter()
     cold_pol.featurize(xs)
     feat_cold = len(xs) / (time.perf_counter() - t0)  # first sight of every goal, element and action text
 
-    pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
+    pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
     n_params = sum(p.numel() for p in pol.model.parameters())
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
@@ -109,14 +112,14 @@ def main() -> None:
     feat_fresh = len(xs) / best_time(lambda: pol.featurize(ys), 1)
     feat_same = len(xs) / best_time(lambda: pol.featurize(xs), args.reps)  # the same objects again (epochs)
 
-    fit_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
+    fit_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
     fit_pol.fit_sft(samples, epochs=1, seed=0)  # warm-up: optimizer state, first-call allocations
     losses = []
     t_fit = best_time(lambda: losses.append(fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)["loss"]),
                       args.reps)
     sft_rate = len(samples) * args.epochs / t_fit
 
-    ref_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory)
+    ref_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
     opt = torch.optim.Adam(ref_pol.model.parameters(), lr=1e-3)
     ref = samples[: args.loop_samples]
 
@@ -132,7 +135,7 @@ def main() -> None:
 
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
     print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, torch threads {torch.get_num_threads()}, memory "
-          f"{args.memory} (mean {n_seen:.1f} earlier-screen elements read per step)")
+          f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
           f"{act_ref:6.0f} actions/s   ratio {act_rate / act_ref:5.1f}x   target >= 2,000")
     print(f"fit_sft  batch 64: {sft_rate:8.0f} samples/s   reference (per-sample loop, batch-1 Adam steps): "
@@ -142,7 +145,8 @@ def main() -> None:
           f"{feat_fresh:6.0f} samples/s, the same objects (training epochs) {feat_same:6.0f} samples/s")
     print(json.dumps({"samples": len(samples), "act_per_s": round(act_rate), "act_ref_per_s": round(act_ref),
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
-                      "featurise_per_s": round(feat_fresh), "params": n_params, "memory": args.memory}))
+                      "featurise_per_s": round(feat_fresh), "params": n_params, "memory": args.memory,
+                      "memory_mode": args.memory_mode}))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
     action vocabulary of `envs` (their `metadata["app_names"]`)."""
     p = cfg.policy
     if p.name == "small":
-        return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory)
+        return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory,
+                           memory_mode=p.memory_mode)
     if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
@@ -191,6 +192,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         "v": BASE_VERSION,
         "policy": cfg.policy.name,
         **({"memory": cfg.policy.memory} if cfg.policy.memory else {}),  # (keys without it stay as they were)
+        **({"memory_mode": cfg.policy.memory_mode} if cfg.policy.memory_mode != "encoder" else {}),
         "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,

@@ -21,10 +21,15 @@ text, so the buffer, the env and the other policies never know the difference. `
 as these targets and decodes it back (benchmarks/policy_coverage.py). With `memory=K` the policy also reads
 the last K elements of the episode's earlier screens (`PolicyInput.seen`) after the screen's own, with their
 own positions: a typed text, a span or a quantity may come from them, and so may a list's items and a sum's
-terms (a list scrolled through); taps, typing targets and counts stay on the current screen. (Reading them
-only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20 demonstrations
-per task.) Beyond the last `history` actions, the policy reads what the episode has done so far (a
-multi-entry goal's steps differ only by which entries are entered, a playlist's by which files were added):
+terms (a list scrolled through); taps, typing targets and counts stay on the current screen. By default
+(`memory_mode="encoder"`) they join the encoder's sequence; with `memory_mode="heads"` the encoder reads the
+screen only, and the seen elements' states are their input vectors through a residual feed-forward layer,
+read by the copy, list, quantity and sum heads alone (cheaper: the encoder's sequence does not grow; and what
+earlier screens showed cannot change how an action on this screen is scored, except a copy from them).
+(Reading them only as keys and values, like the goal, was cheaper but cloned worse: 0.731 against 0.786 on 20
+demonstrations per task.)
+Beyond the last `history` actions, the policy reads what the episode has done so far (a multi-entry goal's
+steps differ only by which entries are entered, a playlist's by which files were added):
 the texts typed and the labels of the elements acted on (`PolicyInput.acted`), in order, move a cursor over
 the goal's tokens (`Featurizer.progress`); goal tokens done or past it key differently for the copy pointer,
 each element knows whether its label was acted on and whether it is the goal's next listed item on the
@@ -178,6 +183,7 @@ N_EL_PROGRESS = 5  # an element: its label was acted on; is in the goal past the
 LATER_PARAMETERS = frozenset(f"{m}.{w}" for m in ("done_counts", "copy_order", "goal_progress", "el_progress",
                                                        "end_breaks")
                              for w in ("weight", "bias")) | {"typed", "tok_column.weight"}
+MEMORY_MODES = ("encoder", "heads")  # how SmallPolicy(memory=K) reads earlier screens' elements
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
 
 
@@ -744,7 +750,7 @@ class PointerNet(nn.Module):
 
     def __init__(self, d_model: int, layers: int, heads: int, max_elements: int, max_goal_tokens: int,
                  history: int, vocab_buckets: int, app_words: list[np.ndarray], goal_layers: int = 1,
-                 memory: int = 0):
+                 memory: int = 0, memory_mode: str = "encoder"):
         super().__init__()
         d = d_model
         self.d = d
@@ -830,6 +836,11 @@ class PointerNet(nn.Module):
         for lin in (self.done_counts, self.goal_progress, self.el_progress, self.copy_order, self.end_breaks):
             nn.init.zeros_(lin.weight)
             nn.init.zeros_(lin.bias)
+        self.memory_mode = memory_mode
+        if memory and memory_mode == "heads":  # earlier screens' elements bypass the encoder: their states
+            # are their input vectors through a residual feed-forward layer (made last: others draw as before)
+            self.seen_ff = nn.Sequential(nn.Linear(d, FF_MULT * d), nn.GELU(), nn.Linear(FF_MULT * d, d))
+            self.seen_norm = nn.LayerNorm(d)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -872,15 +883,25 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
+        heads_only = self.memory and self.memory_mode == "heads"
+        if heads_only:  # only the screen's elements are encoded (sample i's are el[i, :n_cur])
+            c = int(b.n_cur.max()) if bsz else 0
+            seen, el, el_mask = el, el[:, :c], b.cur_mask[:, :c]
+        else:
+            el_mask = b.el_mask
         x = torch.cat([cls, hist, el], 1)
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
-                          b.hist_types > 0, b.el_mask], 1)  # keys each query may read: goal memory first
+                          b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
         g = b.goal_of
         for blk, (k, v) in zip(self.blocks, kvs, strict=True):
             x = blk(x, attend, (k.index_select(0, g), v.index_select(0, g)))  # backward: index_add, not a
         hs = self.norm(x)  # serial accumulating index_put
-        return hs[:, 0], mem.index_select(0, g), hs[:, 1 + h_len :]
+        h_el = hs[:, 1 + h_len :]
+        if heads_only:  # the seen elements' states, in the places after each sample's screen elements
+            h_el = torch.where(b.cur_mask[..., None], F.pad(h_el, (0, 0, 0, e_len - h_el.shape[1])),
+                               self.seen_norm(seen + self.seen_ff(seen)))
+        return hs[:, 0], mem.index_select(0, g), h_el
 
     def goal_memory(self, b: Batch, words: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor,
                                                                                          torch.Tensor]]]:
@@ -1089,20 +1110,25 @@ class SmallPolicy(Policy):
     def __init__(self, app_names: Sequence[str], d_model: int = 96, layers: int = 2, heads: int = 4,
                  max_elements: int = 48, max_goal_tokens: int = 256, history: int = 4,
                  vocab_buckets: int = 2**14, seed: int = 0, device: str = "cpu", temperature: float = 1.0,
-                 goal_layers: int = 1, memory: int = 0):
+                 goal_layers: int = 1, memory: int = 0, memory_mode: str = "encoder"):
         """`app_names`: the app head's classes, the env's open_app vocabulary (`voyager_gym.env.app_names`);
-        saved in the config, so a checkpoint keeps the vocabulary it was trained with."""
+        saved in the config, so a checkpoint keeps the vocabulary it was trained with. `memory`: elements of
+        the episode's earlier screens read after the screen's own (0: none); `memory_mode`: how they are read,
+        `encoder` (in the encoder's sequence, beside the screen's elements) or `heads` (only by the heads
+        that copy, list, read and add; cheaper: the encoder's sequence stays the screen's)."""
         if isinstance(app_names, str) or not app_names or not all(isinstance(a, str) for a in app_names):
             raise ValueError(f"app_names={app_names!r}: expected a non-empty list of app names (the env's "
                              "metadata['app_names'])")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
+        if memory_mode not in MEMORY_MODES:
+            raise ValueError(f"memory_mode={memory_mode!r}: expected one of {', '.join(MEMORY_MODES)}")
         if d_model % heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by heads ({heads})")
         self.config = dict(d_model=d_model, layers=layers, goal_layers=goal_layers, heads=heads,
                            max_elements=max_elements,
                            max_goal_tokens=max_goal_tokens, history=history, vocab_buckets=vocab_buckets,
-                           seed=seed, temperature=temperature, memory=memory,
+                           seed=seed, temperature=temperature, memory=memory, memory_mode=memory_mode,
                            app_names=list(app_names))
         self.app_names: list[str] = self.config["app_names"]
         self._app_index = {a.lower(): i for i, a in enumerate(self.app_names)}
@@ -1117,7 +1143,7 @@ class SmallPolicy(Policy):
             torch.manual_seed(seed)
             self.model = PointerNet(d_model, layers, heads, max_elements, max_goal_tokens, history,
                                     vocab_buckets, [self.featurizer.words(a) for a in self.app_names],
-                                    goal_layers, memory)
+                                    goal_layers, memory, memory_mode)
             self.model.to(self.device)
         self.model.eval()  # no dropout anywhere: train and eval forward passes are the same function
         self.generator = torch.Generator(device=self.device).manual_seed(seed)

@@ -32,6 +32,8 @@ class RFTConfig(LoopConfig):
     # the largest task's share (rare successes on hard tasks otherwise drown among easy tasks' many)
     max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
     # drowning the rare successes on hard ones, and bounds the time an iteration's fine-tuning takes
+    demos: bool = False  # also fine-tune on the base policy's own expert demonstrations every iteration
+    # (the entry points hand them over: `RFT.demo_samples`), so tasks RFT rarely solves are not forgotten
 
 
 def success_samples(
@@ -73,6 +75,9 @@ class RFT(Algorithm):
     def __init__(self, cfg: RFTConfig):
         super().__init__(cfg)
         self.pool = TrajectoryBuffer()
+        # (input, response) of the demonstrations the base was cloned from, fine-tuned on beside the pool when
+        # cfg.demos (set by the caller, which knows how the base was made)
+        self.demo_samples: list[tuple[PolicyInput, str]] = []
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         if not self.cfg.accumulate:
@@ -80,8 +85,15 @@ class RFT(Algorithm):
         self.pool.extend(successful_groups(groups, self.cfg.per_group, keep_pixels=policy.uses_pixels))
         samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed,
                                   balance=self.cfg.balance)
+        if self.cfg.demos:
+            if not self.demo_samples:
+                raise ValueError("rft.demos=true: no demonstrations were handed to RFT (RFT.demo_samples is "
+                                 "empty; the base policy's expert episodes are set by the entry point)")
+            samples = samples + self.demo_samples
+            random.Random(seed).shuffle(samples)
         fit = policy.fit_sft(samples, epochs=self.cfg.epochs, lr=self.cfg.lr, seed=seed) if samples else {}
-        return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan"))}
+        return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan")),
+                "train/demo_samples": len(self.demo_samples) if self.cfg.demos else 0}
 
     def state(self) -> dict[str, Any]:
         return {"successes.parquet": self.pool}

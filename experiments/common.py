@@ -244,6 +244,18 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
         raise SystemExit(str(e)) from None
 
 
+def hand_demos(algo: Any, cfg: Any, tasks: list[str], envs: Any) -> None:
+    """With rft.demos, give RFT the base policy's demonstrations (collected again: the same expert episodes,
+    deterministic for base.seed) to fine-tune on beside its successes."""
+    if getattr(algo, "name", "") != "rft" or not algo.cfg.demos:
+        return
+    if cfg.env.backend == "androidworld":
+        raise SystemExit("rft.demos=true: the base's demonstrations come from SimDroid's experts; "
+                         "env.backend=androidworld has none")
+    algo.demo_samples = demonstrations(cfg, tasks, envs)
+    print(f"rft.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside RFT's successes")
+
+
 def rft_key(cfg: Any, tasks: list[str]) -> str:
     spec = {"base": base_key(cfg, tasks), "rft": vars(cfg.rft), "eval_n": cfg.eval_n_per_task}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -266,8 +278,10 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
         try:
             base = load_or_train_base(cfg, tasks, envs)
             print(f"training the RFT start checkpoint in {path} (cached for later runs)")
-            train_loop(make_algorithm(cfg, "rft"), base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task,
-                       progress=cfg.progress, suite_backend=suite_backend(cfg))
+            rft = make_algorithm(cfg, "rft")
+            hand_demos(rft, cfg, tasks, envs)
+            train_loop(rft, base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
+                       suite_backend=suite_backend(cfg))
             (path / "done").write_text("1")
         finally:
             run.close()

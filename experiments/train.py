@@ -23,6 +23,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from algos.loop import train_loop
     from algos.run import Run, RunFolderError, pin_cpu_numerics
     from experiments.common import (
+        hand_demos,
         load_or_train_base,
         load_or_train_rft,
         load_saved_policy,
@@ -55,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         else:  # later stages start from the RFT checkpoint, as in the paper
             policy, start = load_or_train_rft(cfg, tasks, envs)
             print(f"starting {cfg.algo} from the RFT checkpoint (Pass@1 {start['pass_at_1']:.3f})")
+        hand_demos(algo, cfg, tasks, envs)  # rft.demos: the base's demonstrations, beside RFT's successes
         _, last = train_loop(
             algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
             max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),

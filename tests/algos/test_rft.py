@@ -48,6 +48,30 @@ def test_rft_writes_metrics_and_checkpoints(tmp_path):
     assert (tmp_path / "cache").exists()  # the base policy is cached for the next run
 
 
+def test_rft_with_demos_fine_tunes_on_the_base_demonstrations_too(tmp_path):
+    """rft.demos: every iteration's SFT set is RFT's successes plus the base's demonstrations (the same expert
+    episodes the base was cloned from: 2 a task here), so it is never empty, even before any success."""
+    _train(tmp_path / "run", ["rft.iterations=2", "rft.demos=true"], tmp_path / "cache")
+    rows = _rows(tmp_path / "run")
+    demo = rows[1]["train/demo_samples"]
+    assert demo >= 2 * 3 * 2  # 2 episodes x 3 tasks, 2+ steps each
+    assert rows[2]["train/demo_samples"] == demo
+    assert rows[1]["train/sft_samples"] >= demo and rows[2]["train/sft_samples"] >= rows[1]["train/sft_samples"]
+    plain = tmp_path / "plain"
+    _train(plain, ["rft.iterations=1"], tmp_path / "cache")
+    assert _rows(plain)[1]["train/demo_samples"] == 0
+
+
+def test_rft_demos_without_demonstrations_is_an_error_naming_the_setting():
+    from algos.policies.small import SmallPolicy
+    from algos.rft import RFT, RFTConfig
+    from voyager_gym.env import app_names
+
+    algo = RFT(RFTConfig(demos=True))
+    with pytest.raises(ValueError, match="rft.demos=true: no demonstrations"):
+        algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)
+
+
 def test_existing_run_is_not_overwritten_without_resume(tmp_path):
     _train(tmp_path / "run", ["rft.iterations=1"], tmp_path / "cache")
     with pytest.raises(SystemExit, match="resume=true"):

@@ -2,7 +2,8 @@
 
 Each iteration draws fresh training instances (never eval seeds), rolls the current policy out G times on each
 (sampling), keeps every step of every fully successful trajectory, adds them to the pool of successes from
-earlier iterations, and fine-tunes the policy on the pool with loss on the response only. Pass@1 on the
+earlier iterations, and fine-tunes the policy on the pool (with `demos`, the default, together with the expert
+demonstrations the base policy was cloned from) with loss on the response only. Pass@1 on the
 held-out suite is measured before the first iteration and after each one (algos/loop.py). The paper took its
 model from 37% to 73% this way before GRSD.
 """
@@ -32,8 +33,9 @@ class RFTConfig(LoopConfig):
     # the largest task's share (rare successes on hard tasks otherwise drown among easy tasks' many)
     max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
     # drowning the rare successes on hard ones, and bounds the time an iteration's fine-tuning takes
-    demos: bool = False  # also fine-tune on the base policy's own expert demonstrations every iteration
+    demos: bool = True  # also fine-tune on the base policy's own expert demonstrations every iteration
     # (the entry points hand them over: `RFT.demo_samples`), so tasks RFT rarely solves are not forgotten
+    # (+17.9 against +16.0 without, 8 iterations from the same base; see the README's "RFT result")
 
 
 def success_samples(

@@ -21,13 +21,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, EvalConfig, "evaluate")
     from algos.evaluation import evaluate
     from algos.policies.registry import make_policy
+    from algos.run import pin_cpu_numerics
     from experiments.common import load_saved_policy, make_envs, resolve_tasks, suite_backend
     from voyager_gym.env import app_names
 
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
-    import torch
-
-    torch.set_num_threads(cfg.torch_threads)
+    pin_cpu_numerics(cfg.torch_threads)  # the kernels training used: the same greedy actions, the same Pass@1
     envs = make_envs(cfg)
     try:
         policy = (load_saved_policy(cfg) if cfg.policy.path

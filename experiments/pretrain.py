@@ -22,13 +22,13 @@ from experiments.config import PretrainConfig, parse
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, PretrainConfig, "pretrain")
     from algos.evaluation import evaluate
-    from algos.run import seed_everything
+    from algos.run import pin_cpu_numerics, seed_everything
     from experiments.common import base_path, load_or_train_base, make_envs, resolve_tasks, suite_backend
 
     tasks = resolve_tasks(cfg.tasks)
-    import torch
-
-    torch.set_num_threads(cfg.torch_threads)
+    # the same kernels and threads as train.py and compare.py: a base cached by this entry point must be the
+    # one they would have trained under the same recipe key
+    pin_cpu_numerics(cfg.torch_threads)
     envs = make_envs(cfg)
     t0 = time.perf_counter()
     try:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
 import hashlib, json, sys
@@ -60,4 +62,28 @@ def test_the_train_entry_point_pins_before_training(tmp_path, monkeypatch):
         train.main(["preset=smoke", f"out_dir={tmp_path / 'r'}", "torch_threads=2", "wandb=disabled"])
     except Stop:
         pass
+    assert seen == [2]
+
+
+@pytest.mark.parametrize("entry", ["pretrain", "evaluate"])
+def test_pretrain_and_evaluate_pin_like_train(entry, monkeypatch):
+    """pretrain.py caches the base that train.py and compare.py reuse under the same recipe key, so it must
+    train under the same pinned kernels (it did not: the same key held 0.385 from pretrain.py and 0.422 from
+    compare.py); evaluate.py replays greedy actions, pinned too."""
+    import importlib
+
+    mod = importlib.import_module(f"experiments.{entry}")
+    seen = []
+    monkeypatch.setattr("algos.run.pin_cpu_numerics", lambda threads: seen.append(threads))
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_a, **_k):
+        raise Stop
+
+    monkeypatch.setattr("experiments.common.make_envs", stop)
+    extra = ["policy=expert"] if entry == "evaluate" else []
+    with pytest.raises(Stop):
+        mod.main(["tasks=OpenAppTaskEval", "torch_threads=2", *extra])
     assert seen == [2]

@@ -44,46 +44,30 @@ def test_pinned_numerics_give_the_bits_of_an_avx2_machine_whatever_this_one_has(
     assert pinned["bits"] == avx2_machine["bits"]
 
 
-def test_the_train_entry_point_pins_before_training(tmp_path, monkeypatch):
-    """train.py calls pin_cpu_numerics with torch_threads before it builds anything."""
-    import experiments.train as train
-
-    seen = []
-    monkeypatch.setattr("algos.run.pin_cpu_numerics", lambda threads: seen.append(threads))
-
-    class Stop(Exception):
-        pass
-
-    def stop(*_a, **_k):
-        raise Stop
-
-    monkeypatch.setattr("algos.run.Run.__init__", stop)
-    try:
-        train.main(["preset=smoke", f"out_dir={tmp_path / 'r'}", "torch_threads=2", "wandb=disabled"])
-    except Stop:
-        pass
-    assert seen == [2]
+class _Stop(Exception):
+    pass
 
 
-@pytest.mark.parametrize("entry", ["pretrain", "evaluate"])
-def test_pretrain_and_evaluate_pin_like_train(entry, monkeypatch):
-    """pretrain.py caches the base that train.py and compare.py reuse under the same recipe key, so it must
-    train under the same pinned kernels (it did not: the same key held 0.385 from pretrain.py and 0.422 from
-    compare.py); evaluate.py replays greedy actions, pinned too."""
+def _stop(*_a, **_k):
+    raise _Stop
+
+
+@pytest.mark.parametrize("entry", ["train", "pretrain", "evaluate"])
+def test_entry_points_pin_before_building_anything(entry, tmp_path, monkeypatch):
+    """train.py, pretrain.py and evaluate.py call pin_cpu_numerics with torch_threads before they build
+    anything. pretrain.py caches the base that train.py and compare.py reuse under the same recipe key, so it
+    must train on the same kernels (it did not: the same key held 0.385 from pretrain.py and 0.422 from
+    compare.py); evaluate.py replays greedy actions, so it pins too."""
     import importlib
 
     mod = importlib.import_module(f"experiments.{entry}")
     seen = []
     monkeypatch.setattr("algos.run.pin_cpu_numerics", lambda threads: seen.append(threads))
-
-    class Stop(Exception):
-        pass
-
-    def stop(*_a, **_k):
-        raise Stop
-
-    monkeypatch.setattr("experiments.common.make_envs", stop)
-    extra = ["policy=expert"] if entry == "evaluate" else []
-    with pytest.raises(Stop):
-        mod.main(["tasks=OpenAppTaskEval", "torch_threads=2", *extra])
+    monkeypatch.setattr("algos.run.Run.__init__", _stop)  # train.py: its run folder comes first
+    monkeypatch.setattr("experiments.common.make_envs", _stop)
+    args = {"train": ["preset=smoke", f"out_dir={tmp_path / 'r'}", "wandb=disabled"],
+            "pretrain": ["tasks=OpenAppTaskEval"],
+            "evaluate": ["tasks=OpenAppTaskEval", "policy=expert"]}[entry]
+    with pytest.raises(_Stop):
+        mod.main([*args, "torch_threads=2"])
     assert seen == [2]

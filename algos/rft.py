@@ -78,8 +78,9 @@ class RFT(Algorithm):
         super().__init__(cfg)
         self.pool = TrajectoryBuffer()
         # (input, response) of the demonstrations the base was cloned from, fine-tuned on beside the pool when
-        # cfg.demos (set by the caller, which knows how the base was made)
-        self.demo_samples: list[tuple[PolicyInput, str]] = []
+        # cfg.demos (set by the caller, which knows how the base was made; None: not handed over yet, [] when
+        # the base was cloned from none, as on real emulators)
+        self.demo_samples: list[tuple[PolicyInput, str]] | None = None
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         if not self.cfg.accumulate:
@@ -88,14 +89,15 @@ class RFT(Algorithm):
         samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed,
                                   balance=self.cfg.balance)
         if self.cfg.demos:
-            if not self.demo_samples:
+            if self.demo_samples is None:
                 raise ValueError("rft.demos=true: no demonstrations were handed to RFT (RFT.demo_samples is "
-                                 "empty; the base policy's expert episodes are set by the entry point)")
-            samples = samples + self.demo_samples
-            random.Random(seed).shuffle(samples)
+                                 "None; the entry point sets the base policy's expert episodes there)")
+            if self.demo_samples:
+                samples = samples + self.demo_samples
+                random.Random(seed).shuffle(samples)
         fit = policy.fit_sft(samples, epochs=self.cfg.epochs, lr=self.cfg.lr, seed=seed) if samples else {}
         return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan")),
-                "train/demo_samples": len(self.demo_samples) if self.cfg.demos else 0}
+                "train/demo_samples": len(self.demo_samples or ()) if self.cfg.demos else 0}
 
     def state(self) -> dict[str, Any]:
         return {"successes.parquet": self.pool}

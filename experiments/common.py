@@ -249,9 +249,11 @@ def hand_demos(algo: Any, cfg: Any, tasks: list[str], envs: Any) -> None:
     deterministic for base.seed) to fine-tune on beside its successes."""
     if getattr(algo, "name", "") != "rft" or not algo.cfg.demos:
         return
-    if cfg.env.backend == "androidworld":
-        raise SystemExit("rft.demos=true: the base's demonstrations come from SimDroid's experts; "
-                         "env.backend=androidworld has none")
+    if cfg.env.backend == "androidworld":  # the loaded model is the base: it was cloned from nothing here
+        print("rft.demos: env.backend=androidworld has no expert demonstrations; RFT fine-tunes on its "
+              "successes only")
+        algo.demo_samples = []
+        return
     algo.demo_samples = demonstrations(cfg, tasks, envs)
     print(f"rft.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside RFT's successes")
 

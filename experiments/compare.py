@@ -102,6 +102,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     from algos.loop import train_loop
     from algos.run import Run, pin_cpu_numerics
     from experiments.common import (
+        hand_demos,
         load_or_train_rft,
         make_algorithm,
         make_algorithm_envs,
@@ -133,6 +134,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
             envs = make_algorithm_envs(cfg, a)
             try:
                 policy, _ = load_or_train_rft(cfg, tasks, envs)
+                hand_demos(a, cfg, tasks, envs)  # algo=rft: with its demonstrations, as it began
                 train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
                            max_env_steps=cfg.budget, suite_backend=suite_backend(cfg))
             finally:

@@ -71,6 +71,8 @@ def test_rft_demos_without_demonstrations_is_an_error_naming_the_setting():
     algo = RFT(RFTConfig(demos=True))
     with pytest.raises(ValueError, match="rft.demos=true: no demonstrations"):
         algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)
+    algo.demo_samples = []  # handed over, but the base was cloned from none (real emulators): nothing to add
+    assert algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)["train/sft_samples"] == 0
 
 
 def test_existing_run_is_not_overwritten_without_resume(tmp_path):

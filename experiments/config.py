@@ -199,7 +199,8 @@ class AlgosPart:
     """Every algorithm's section (each configures the algorithm of its name): one per registered algorithm,
     of its registered config class (tests/test_config.py checks they match algos/registry.py)."""
 
-    rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
+    # the recipe's RFT also fine-tunes on the base's demonstrations (the entry points hand them over)
+    rft: RFTConfig = dataclasses.field(default_factory=lambda: RFTConfig(demos=True))
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
     grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)

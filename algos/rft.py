@@ -23,7 +23,8 @@ from algos.prompt import PolicyInput
 
 @dataclasses.dataclass
 class RFTConfig(LoopConfig):
-    iterations: int = 8  # rounds of rollout + fine-tuning (the paper ran 4 with a 4B model)
+    iterations: int = 12  # rounds of rollout + fine-tuning (the paper ran 4 with a 4B model; the small
+    # policy still gains ~1.5 points a round at 8: 0.529 at 8, 0.587 at 12 with the experiments' recipe)
     epochs: int = 2  # passes over the success pool per iteration
     lr: float = 5e-4  # fine-tuning learning rate (1e-3 forgot more: Pass@1 peaked early, then fell)
     accumulate: bool = True  # fine-tune on successes from all iterations so far, not only the last

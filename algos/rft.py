@@ -2,10 +2,10 @@
 
 Each iteration draws fresh training instances (never eval seeds), rolls the current policy out G times on each
 (sampling), keeps every step of every fully successful trajectory, adds them to the pool of successes from
-earlier iterations, and fine-tunes the policy on the pool (with `demos`, the default, together with the expert
-demonstrations the base policy was cloned from) with loss on the response only. Pass@1 on the
-held-out suite is measured before the first iteration and after each one (algos/loop.py). The paper took its
-model from 37% to 73% this way before GRSD.
+earlier iterations, and fine-tunes the policy on the pool (with `demos`, on in the experiments' recipe,
+together with the expert demonstrations the base policy was cloned from) with loss on the response only.
+Pass@1 on the held-out suite is measured before the first iteration and after each one (algos/loop.py). The
+paper took its model from 37% to 73% this way before GRSD.
 """
 
 from __future__ import annotations

@@ -322,6 +322,18 @@ class TrajectoryBuffer:
                 for g in self._groups)
         return TrajectoryBuffer(g for g in kept if g.trajectories)
 
+    def prefixed(self, prefix: str) -> TrajectoryBuffer:
+        """A new buffer whose group ids (in groups, trajectories and steps) start with `prefix`: groups of
+        another run's buffer, whose rollout seeds may repeat this run's ids, can then join this run's."""
+        def one(g: Group) -> Group:
+            gid = prefix + g.group_id
+            trajs = [dataclasses.replace(tr, group_id=gid,
+                                         steps=[dataclasses.replace(s, group_id=gid) for s in tr.steps])
+                     for tr in g.trajectories]
+            return dataclasses.replace(g, group_id=gid, trajectories=trajs)
+
+        return TrajectoryBuffer(one(g) for g in self._groups)
+
     def stats(self) -> dict[str, Any]:
         """Counts and rates; errored episodes are counted but excluded from success and score means."""
         ok = self.trajectories()

@@ -54,6 +54,11 @@ class GRSDConfig(LoopConfig):
     max_samples_per_task: int = 0  # cap each task's share of the RFT part (see RFTConfig)
     per_group: int = 0  # RFT part: keep only the shortest k successes of each group (0: all; RFT's own
     # recipe keeps 2, see RFTConfig.per_group)
+    demos: bool = False  # also fine-tune on the base policy's expert demonstrations every iteration, as the
+    # experiments' RFT does (whoever made the base hands them over: `GRSD.demo_samples`)
+    rft_pool: bool = False  # start the success pool from the RFT start checkpoint's pool (the entry points
+    # load it: `GRSD.pool`), so GRSD continues RFT's data as well as its weights; False: the pool starts empty
+    # and the first updates fine-tune on one iteration's successes only
     train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
     # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
     branch: bool = False  # check every fork by branching (SimDroid snapshots): K continuations of the
@@ -146,6 +151,9 @@ class GRSD(Algorithm):
         super().__init__(cfg)
         self.pool = TrajectoryBuffer()
         self.examples = ForkExamples(keep=cfg.keep_forks, thumb_width=cfg.thumb_width)
+        # (input, response) of the base policy's demonstrations, fine-tuned on beside the pool when cfg.demos
+        # (None: not handed over yet; [] when the base was cloned from none)
+        self.demo_samples: list[tuple[PolicyInput, str]] | None = None
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:
@@ -182,6 +190,11 @@ class GRSD(Algorithm):
             train = [f for f, c in zip(forks, checks, strict=True) if c is not None and c.verified]
         fork = [f.sample for f in train] if cfg.train_on_forks else []
         rft = success_samples(self.pool.groups, cfg.max_samples_per_task, seed=seed)
+        if cfg.demos:
+            if self.demo_samples is None:
+                raise ValueError("grsd.demos=true: no demonstrations were handed to GRSD (GRSD.demo_samples "
+                                 "is None; the entry point sets the base policy's expert episodes there)")
+            rft = rft + self.demo_samples
         samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed) if samples else {}
         self.examples.add(iteration, forks, checks)
@@ -191,6 +204,7 @@ class GRSD(Algorithm):
             "grsd/forks": len(forks),
             "grsd/fork_samples": len(fork) * cfg.fork_repeat,
             "grsd/rft_samples": len(samples) - len(fork) * cfg.fork_repeat,
+            "train/demo_samples": len(self.demo_samples or ()) if cfg.demos else 0,
             "grsd/sim_current_mean": _mean([f.sim_current for f in forks]),
             "grsd/sim_next_mean": _mean([f.sim_next for f in forks]),
             "grsd/fork_share": len(fork) * cfg.fork_repeat / max(1, len(samples)),

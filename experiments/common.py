@@ -245,17 +245,37 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
 
 
 def hand_demos(algo: Any, cfg: Any, tasks: list[str], envs: Any) -> None:
-    """With rft.demos, give RFT the base policy's demonstrations (collected again: the same expert episodes,
-    deterministic for base.seed) to fine-tune on beside its successes."""
-    if getattr(algo, "name", "") != "rft" or not algo.cfg.demos:
+    """With `<algo>.demos` (RFT, GRSD), give the algorithm the base policy's demonstrations (collected again:
+    the same expert episodes, deterministic for base.seed) to fine-tune on beside its successes."""
+    if not hasattr(algo, "demo_samples") or not getattr(algo.cfg, "demos", False):
         return
+    name = getattr(algo, "name", "algo")
     if cfg.env.backend == "androidworld":  # the loaded model is the base: it was cloned from nothing here
-        print("rft.demos: env.backend=androidworld has no expert demonstrations; RFT fine-tunes on its "
-              "successes only")
+        print(f"{name}.demos: env.backend=androidworld has no expert demonstrations; {name} fine-tunes on "
+              "its successes only")
         algo.demo_samples = []
         return
     algo.demo_samples = demonstrations(cfg, tasks, envs)
-    print(f"rft.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside RFT's successes")
+    print(f"{name}.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside its successes")
+
+
+def hand_rft_pool(algo: Any, cfg: Any, tasks: list[str]) -> None:
+    """With `grsd.rft_pool`, start the algorithm's success pool from the cached RFT start checkpoint's pool
+    (call after `load_or_train_rft`; a resumed run then loads its own pool over it)."""
+    if not getattr(algo.cfg, "rft_pool", False):
+        return
+    from algos.buffer import TrajectoryBuffer
+    from algos.run import checkpoint_dir
+
+    ckpt = checkpoint_dir(rft_path(cfg, tasks))
+    path = (ckpt or rft_path(cfg, tasks)) / "successes.parquet"
+    if ckpt is None or not path.exists():
+        raise SystemExit(f"{algo.name}.rft_pool=true: the RFT checkpoint has no success pool at {path}")
+    # RFT's group ids come from its own rollout seeds, which this run's may repeat: mark them as RFT's
+    algo.pool = TrajectoryBuffer.load(path).prefixed("rft-")
+    n = sum(len(t.steps) for g in algo.pool.groups for t in g.trajectories)
+    print(f"{algo.name}.rft_pool: {len(algo.pool.groups)} groups ({n} steps) of RFT's successes to start "
+          "from")
 
 
 def rft_key(cfg: Any, tasks: list[str]) -> str:

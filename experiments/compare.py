@@ -103,6 +103,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     from algos.run import Run, pin_cpu_numerics
     from experiments.common import (
         hand_demos,
+        hand_rft_pool,
         load_or_train_rft,
         make_algorithm,
         make_algorithm_envs,
@@ -134,7 +135,8 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
             envs = make_algorithm_envs(cfg, a)
             try:
                 policy, _ = load_or_train_rft(cfg, tasks, envs)
-                hand_demos(a, cfg, tasks, envs)  # algo=rft: with its demonstrations, as it began
+                hand_demos(a, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
+                hand_rft_pool(a, cfg, tasks)  # grsd.rft_pool: RFT's successes to start from
                 train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
                            max_env_steps=cfg.budget, suite_backend=suite_backend(cfg))
             finally:

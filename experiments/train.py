@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from algos.run import Run, RunFolderError, pin_cpu_numerics
     from experiments.common import (
         hand_demos,
+        hand_rft_pool,
         load_or_train_base,
         load_or_train_rft,
         load_saved_policy,
@@ -49,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         if cfg.policy.path:
+            if getattr(algo.cfg, "rft_pool", False):
+                raise SystemExit(f"{cfg.algo}.rft_pool=true starts from the RFT checkpoint's success pool, "
+                                 f"but policy.path={cfg.policy.path!r} starts from another policy; drop one "
+                                 "of them")
             policy = load_saved_policy(cfg)
             print(f"starting {cfg.algo} from {cfg.policy.path}")
         elif cfg.algo == "rft":
@@ -56,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         else:  # later stages start from the RFT checkpoint, as in the paper
             policy, start = load_or_train_rft(cfg, tasks, envs)
             print(f"starting {cfg.algo} from the RFT checkpoint (Pass@1 {start['pass_at_1']:.3f})")
-        hand_demos(algo, cfg, tasks, envs)  # rft.demos: the base's demonstrations, beside RFT's successes
+            hand_rft_pool(algo, cfg, tasks)  # grsd.rft_pool: RFT's successes to start from
+        hand_demos(algo, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
         _, last = train_loop(
             algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
             max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),

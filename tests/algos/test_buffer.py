@@ -272,3 +272,20 @@ def test_add_rejects_mismatched_ids():
     with pytest.raises(ValueError, match="repeated trajectory ids"):
         twins = [make_traj("g1", "a", 0), make_traj("g1", "a", 1)]
         buf.add(Group("g1", "SystemWifiTurnOn", 7, {"seed": 7}, twins))
+
+
+def test_prefixed_buffer_joins_one_with_the_same_ids_and_round_trips(tmp_path):
+    buf = hand_buffer()
+    ids = [g.group_id for g in buf]
+    with pytest.raises(ValueError, match="already in the buffer"):
+        TrajectoryBuffer([*buf, *buf])
+    other = buf.prefixed("rft-")
+    assert [g.group_id for g in other] == ["rft-" + i for i in ids]
+    assert all(s.group_id == tr.group_id == g.group_id
+               for g in other for tr in g.trajectories for s in tr.steps)
+    joined = TrajectoryBuffer([*buf, *other])
+    assert len(joined) == 2 * len(buf) and [g.group_id for g in buf] == ids  # the original is untouched
+    joined.save(tmp_path / "b.parquet")
+    assert TrajectoryBuffer.load(tmp_path / "b.parquet") == joined
+    steps = [(s.prompt, s.response, s.reward) for s in buf.steps()]
+    assert [(s.prompt, s.response, s.reward) for s in other.steps()] == steps

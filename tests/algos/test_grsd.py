@@ -176,6 +176,24 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
     assert [r["iteration"] for r in algo.examples.records] == [2, 1, 1]
 
 
+def test_demos_join_the_success_part_and_are_required_once_asked_for(groups):
+    """grsd.demos: the base's demonstrations are fine-tuned on beside the pooled successes every update;
+    asking for them without handing any over is an error naming the setting."""
+    algo = GRSD(GRSDConfig(demos=True))
+    with pytest.raises(ValueError, match="grsd.demos=true: no demonstrations"):
+        algo.update(RecordingPolicy(), groups[:2], iteration=1, seed=0)
+    demo = [(g.trajectories[0].steps[0].policy_input(), "demo-response") for g in groups[:3]]
+    algo = GRSD(GRSDConfig(demos=True))
+    algo.demo_samples = demo
+    pol = RecordingPolicy()
+    m = algo.update(pol, groups[:2], iteration=1, seed=0)
+    success_steps = sum(len(t.steps) for g in groups[:2] for t in g.successes)
+    assert m["train/demo_samples"] == 3 and m["grsd/rft_samples"] == success_steps + 3
+    assert [r for _, r in pol.samples].count("demo-response") == 3
+    assert m["train/sft_samples"] == len(pol.samples) == m["grsd/fork_samples"] + success_steps + 3
+    assert GRSD(GRSDConfig()).update(RecordingPolicy(), groups[:2], 1, seed=0)["train/demo_samples"] == 0
+
+
 def test_fork_examples_save_load_and_keep_the_newest(groups, tmp_path):
     ex = ForkExamples(keep=2, thumb_width=40)
     ex.add(1, find_forks(groups[:2]))
@@ -480,3 +498,47 @@ def test_same_history_rate_compares_each_forks_two_histories():
     forks = [fork([], []), fork(["a"], ["a"]), fork(["a", "b"], ["a", "c"]), fork(["x"], [])]
     assert same_history_rate(forks) == pytest.approx(2 / 4)
     assert math.isnan(same_history_rate([]))
+
+
+GRSD_TRAIN = [
+    "algo=grsd",
+    "tasks=SystemWifiTurnOn,OpenAppTaskEval,SystemCopyToClipboard",
+    "rft.iterations=1", "rft.instances_per_iter=6", "rft.group_size=4",
+    "grsd.iterations=1", "grsd.instances_per_iter=6", "grsd.group_size=4",
+    "eval_n_per_task=2", "env.num_envs=4", "base.demos_per_task=2", "base.epochs=6",
+    "wandb=disabled", "progress=false",
+]
+
+
+def test_grsd_can_continue_rfts_pool_and_demonstrations_through_train(tmp_path):
+    """grsd.rft_pool: GRSD's success pool starts as the RFT start checkpoint's (the same groups, then its
+    own); grsd.demos: the base's demonstrations join every update. Neither: the pool starts empty."""
+    from algos.buffer import TrajectoryBuffer
+    from algos.run import checkpoint_dir
+    from experiments.train import main
+
+    cache = tmp_path / "cache"
+    plain, cont = tmp_path / "plain", tmp_path / "cont"
+    main([*GRSD_TRAIN, f"out_dir={plain}", f"cache_dir={cache}"])
+    main([*GRSD_TRAIN, f"out_dir={cont}", f"cache_dir={cache}", "grsd.rft_pool=true", "grsd.demos=true"])
+    rft_dirs = list(cache.glob("rft-*"))
+    assert len(rft_dirs) == 1  # both started from the same cached RFT checkpoint
+    rft_pool = TrajectoryBuffer.load(checkpoint_dir(rft_dirs[0]) / "successes.parquet")
+    assert rft_pool.groups  # the start solved something: otherwise this test shows nothing
+
+    def pool(run):
+        return TrajectoryBuffer.load(checkpoint_dir(run) / "successes.parquet")
+
+    def row(run):
+        return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()][1]
+
+    ids = {"rft-" + g.group_id for g in rft_pool.groups}  # marked as RFT's: GRSD's seeds repeat RFT's ids
+    assert ids <= {g.group_id for g in pool(cont).groups}
+    assert not any(g.group_id.startswith("rft-") for g in pool(plain).groups)
+    rft_steps = sum(len(t.steps) for g in rft_pool.groups for t in g.trajectories)
+    p, c = row(plain), row(cont)
+    assert p["train/demo_samples"] == 0 and c["train/demo_samples"] >= 2 * 3 * 2  # 2 episodes x 3 tasks
+    assert c["grsd/rft_samples"] >= rft_steps + c["train/demo_samples"]
+    with pytest.raises(SystemExit, match="grsd.rft_pool=true"):
+        main([*GRSD_TRAIN, f"out_dir={tmp_path / 'other'}", f"cache_dir={cache}", "grsd.rft_pool=true",
+              f"policy.path={checkpoint_dir(rft_dirs[0]) / 'policy'}"])

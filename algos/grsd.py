@@ -59,6 +59,9 @@ class GRSDConfig(LoopConfig):
     rft_pool: bool = False  # start the success pool from the RFT start checkpoint's pool (the entry points
     # load it: `GRSD.pool`), so GRSD continues RFT's data as well as its weights; False: the pool starts empty
     # and the first updates fine-tune on one iteration's successes only
+    max_rft_samples: int = 0  # > 0: each update fine-tunes on at most this many samples of the RFT part (the
+    # pool and the demonstrations), drawn afresh every update (seeded): a pool continued from RFT's holds
+    # ~15,000 steps, and this bounds the update's time while every sample keeps its chance of being replayed
     train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
     # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
     branch: bool = False  # check every fork by branching (SimDroid snapshots): K continuations of the
@@ -195,6 +198,8 @@ class GRSD(Algorithm):
                 raise ValueError("grsd.demos=true: no demonstrations were handed to GRSD (GRSD.demo_samples "
                                  "is None; the entry point sets the base policy's expert episodes there)")
             rft = rft + self.demo_samples
+        if 0 < cfg.max_rft_samples < len(rft):
+            rft = random.Random(seed).sample(rft, cfg.max_rft_samples)
         samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)
         fit = policy.fit_sft(samples, epochs=cfg.epochs, lr=cfg.lr, seed=seed) if samples else {}
         self.examples.add(iteration, forks, checks)

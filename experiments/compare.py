@@ -152,8 +152,11 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 # policy whose RFT start is at 0.619; PPO with its 4 epochs; ~24,800-step pairs: PPO 331 s, GRSD 223-228 s,
 # GRPO 102-108 s): linear and quadratic terms (GRSD fine-tunes on its whole success pool, which grows with the
 # run and with the policy's success rate).
+# GRSD since it continues RFT's pool and replays 8,000 of its samples an update (2026-12-02, 116 tasks,
+# ~27,500-step pairs: 340 s for 22,162 steps alone, ~620 s two at a time beside a third job): linear, as the
+# replayed set no longer grows with the run.
 # START_SECONDS: the base policy and the RFT checkpoint when not cached.
-PAIR_SECONDS = {"grsd": (4.0e-3, 2.0e-7), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0),
+PAIR_SECONDS = {"grsd": (1.8e-2, 0.0), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0),
                 # one seed of the default with all five, scaled by that run's GRPO against the rate above
                 "gigpo": (5.8e-3, 0.0), "vine": (3.0e-3, 0.0)}
 PAIR_OVERHEAD_S = 10.0

@@ -50,10 +50,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         if cfg.policy.path:
-            if getattr(algo.cfg, "rft_pool", False):
-                raise SystemExit(f"{cfg.algo}.rft_pool=true starts from the RFT checkpoint's success pool, "
-                                 f"but policy.path={cfg.policy.path!r} starts from another policy; drop one "
-                                 "of them")
+            if getattr(algo.cfg, "rft_pool", False):  # nothing says that policy came from the RFT start
+                print(f"{cfg.algo}.rft_pool: policy.path={cfg.policy.path!r} is not the RFT start "
+                      f"checkpoint, so {cfg.algo}'s success pool starts empty")
             policy = load_saved_policy(cfg)
             print(f"starting {cfg.algo} from {cfg.policy.path}")
         elif cfg.algo == "rft":

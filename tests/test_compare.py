@@ -128,14 +128,15 @@ def test_paper_preset_and_the_expected_duration():
     def eta(cfg, cached=True):
         return expected_seconds(cfg, [(a, s) for a in cfg.algo for s in range(cfg.seeds)], cached)
 
-    # the 20-minute goal for the default comparison's pairs, in the order compare.py submits them
+    # the default comparison's pairs, in the order compare.py submits them: over the project's 20-minute goal
+    # since GRSD replays RFT's pool (README "Comparison"), and not to grow further unnoticed
     in_order = expected_seconds(default, longest_first(default, [(a, s) for a in default.algo
                                                                  for s in range(default.seeds)]), True)
-    assert 12 * 60 <= in_order <= 20 * 60
-    # pairs are submitted longest first (PPO's 4 epochs, then GRSD, then GRPO): a shorter schedule
+    assert 12 * 60 <= in_order <= 24 * 60
+    # pairs are submitted longest first (GRSD's replay, then PPO's 4 epochs, then GRPO): a shorter schedule
     todo = [(a, s) for a in default.algo for s in range(default.seeds)]
     order = longest_first(default, todo)
-    assert sorted(order) == sorted(todo) and [a for a, _ in order[::3]] == ["ppo", "grsd", "grpo"]
+    assert sorted(order) == sorted(todo) and [a for a, _ in order[::3]] == ["grsd", "ppo", "grpo"]
     assert expected_seconds(default, order, True) < expected_seconds(default, todo, True)
     smoke = parse_compare(["preset=smoke"])
     assert longest_first(smoke, [("grpo", 0), ("ppo", 0)]) == [("grpo", 0), ("ppo", 0)]  # unknown: as given

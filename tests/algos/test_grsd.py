@@ -194,6 +194,27 @@ def test_demos_join_the_success_part_and_are_required_once_asked_for(groups):
     assert GRSD(GRSDConfig()).update(RecordingPolicy(), groups[:2], 1, seed=0)["train/demo_samples"] == 0
 
 
+def test_max_rft_samples_caps_the_rft_part_with_a_fresh_draw_each_update(groups):
+    """grsd.max_rft_samples: the RFT part (pool and demonstrations) is cut to that many samples, drawn by the
+    update's seed; the fork samples are all kept."""
+    demo = [(g.trajectories[0].steps[0].policy_input(), f"demo-{i}") for i, g in enumerate(groups)]
+    algo = GRSD(GRSDConfig(demos=True, max_rft_samples=5))
+    algo.demo_samples = demo
+    pol = RecordingPolicy()
+    m = algo.update(pol, groups[:2], iteration=1, seed=0)
+    assert m["grsd/rft_samples"] == 5 and m["grsd/fork_samples"] == 2
+    assert m["train/sft_samples"] == len(pol.samples) == 7
+    picks = []
+    for seed in (0, 1, 2, 3):
+        algo.pool = type(algo.pool)()
+        algo.update(pol, groups[:2], iteration=1, seed=seed)
+        picks.append(sorted(r for _, r in pol.samples))
+    assert len({tuple(p) for p in picks}) > 1  # another seed, another draw
+    uncapped = GRSD(GRSDConfig(demos=True))
+    uncapped.demo_samples = demo
+    assert uncapped.update(pol, groups[:2], iteration=1, seed=0)["grsd/rft_samples"] > 5
+
+
 def test_fork_examples_save_load_and_keep_the_newest(groups, tmp_path):
     ex = ForkExamples(keep=2, thumb_width=40)
     ex.add(1, find_forks(groups[:2]))
@@ -510,17 +531,18 @@ GRSD_TRAIN = [
 ]
 
 
-def test_grsd_can_continue_rfts_pool_and_demonstrations_through_train(tmp_path):
-    """grsd.rft_pool: GRSD's success pool starts as the RFT start checkpoint's (the same groups, then its
-    own); grsd.demos: the base's demonstrations join every update. Neither: the pool starts empty."""
+def test_grsd_can_continue_rfts_pool_and_demonstrations_through_train(tmp_path, capsys):
+    """grsd.rft_pool (the experiments' default): GRSD's success pool starts as the RFT start checkpoint's (the
+    same groups, then its own); grsd.demos (default too): the base's demonstrations join every update.
+    Neither: the pool starts empty."""
     from algos.buffer import TrajectoryBuffer
     from algos.run import checkpoint_dir
     from experiments.train import main
 
     cache = tmp_path / "cache"
     plain, cont = tmp_path / "plain", tmp_path / "cont"
-    main([*GRSD_TRAIN, f"out_dir={plain}", f"cache_dir={cache}"])
-    main([*GRSD_TRAIN, f"out_dir={cont}", f"cache_dir={cache}", "grsd.rft_pool=true", "grsd.demos=true"])
+    main([*GRSD_TRAIN, f"out_dir={plain}", f"cache_dir={cache}", "grsd.rft_pool=false", "grsd.demos=false"])
+    main([*GRSD_TRAIN, f"out_dir={cont}", f"cache_dir={cache}"])
     rft_dirs = list(cache.glob("rft-*"))
     assert len(rft_dirs) == 1  # both started from the same cached RFT checkpoint
     rft_pool = TrajectoryBuffer.load(checkpoint_dir(rft_dirs[0]) / "successes.parquet")
@@ -539,6 +561,8 @@ def test_grsd_can_continue_rfts_pool_and_demonstrations_through_train(tmp_path):
     p, c = row(plain), row(cont)
     assert p["train/demo_samples"] == 0 and c["train/demo_samples"] >= 2 * 3 * 2  # 2 episodes x 3 tasks
     assert c["grsd/rft_samples"] >= rft_steps + c["train/demo_samples"]
-    with pytest.raises(SystemExit, match="grsd.rft_pool=true"):
-        main([*GRSD_TRAIN, f"out_dir={tmp_path / 'other'}", f"cache_dir={cache}", "grsd.rft_pool=true",
-              f"policy.path={checkpoint_dir(rft_dirs[0]) / 'policy'}"])
+    other = tmp_path / "other"  # from a saved policy: not the RFT start, so no pool to continue (said so)
+    main([*GRSD_TRAIN, f"out_dir={other}", f"cache_dir={cache}",
+          f"policy.path={checkpoint_dir(rft_dirs[0]) / 'policy'}"])
+    assert "policy.path=" in capsys.readouterr().out
+    assert not any(g.group_id.startswith("rft-") for g in pool(other).groups)

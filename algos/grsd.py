@@ -37,7 +37,7 @@ from algos.forks.examples import FORK_MODES, FORKS_DIR, ForkCheck, ForkExample, 
 from algos.loop import Algorithm, LoopConfig
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
-from algos.rft import success_samples, successful_groups
+from algos.rft import handed_demos, success_samples, successful_groups
 from algos.rollout import RolloutConfig
 
 
@@ -194,10 +194,7 @@ class GRSD(Algorithm):
         fork = [f.sample for f in train] if cfg.train_on_forks else []
         rft = success_samples(self.pool.groups, cfg.max_samples_per_task, seed=seed)
         if cfg.demos:
-            if self.demo_samples is None:
-                raise ValueError("grsd.demos=true: no demonstrations were handed to GRSD (GRSD.demo_samples "
-                                 "is None; the entry point sets the base policy's expert episodes there)")
-            rft = rft + self.demo_samples
+            rft = rft + handed_demos(self.name, self.demo_samples)
         if 0 < cfg.max_rft_samples < len(rft):
             rft = random.Random(seed).sample(rft, cfg.max_rft_samples)
         samples = mix_samples(fork, rft, cfg.rft_ratio, cfg.fork_repeat, seed=seed)

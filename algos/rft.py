@@ -90,13 +90,10 @@ class RFT(Algorithm):
         self.pool.extend(successful_groups(groups, self.cfg.per_group, keep_pixels=policy.uses_pixels))
         samples = success_samples(self.pool.groups, self.cfg.max_samples_per_task, seed=seed,
                                   balance=self.cfg.balance)
-        if self.cfg.demos:
-            if self.demo_samples is None:
-                raise ValueError("rft.demos=true: no demonstrations were handed to RFT (RFT.demo_samples is "
-                                 "None; the entry point sets the base policy's expert episodes there)")
-            if self.demo_samples:
-                samples = samples + self.demo_samples
-                random.Random(seed).shuffle(samples)
+        demos = handed_demos(self.name, self.demo_samples) if self.cfg.demos else []
+        if demos:
+            samples = samples + demos
+            random.Random(seed).shuffle(samples)
         fit = policy.fit_sft(samples, epochs=self.cfg.epochs, lr=self.cfg.lr, seed=seed) if samples else {}
         return {"train/sft_samples": len(samples), "losses/sft": fit.get("loss", float("nan")),
                 "train/demo_samples": len(self.demo_samples or ()) if self.cfg.demos else 0}
@@ -106,6 +103,17 @@ class RFT(Algorithm):
 
     def load_state(self, path: Path) -> None:
         self.pool = TrajectoryBuffer.load(path / "successes.parquet")
+
+
+def handed_demos(name: str, demo_samples: list[tuple[PolicyInput, str]] | None
+                 ) -> list[tuple[PolicyInput, str]]:
+    """The demonstrations handed to algorithm `name` (`<name>.demos=true`); an error naming the setting when
+    none were handed over (None), [] when the base was cloned from none."""
+    if demo_samples is None:
+        raise ValueError(f"{name}.demos=true: no demonstrations were handed to {name.upper()} "
+                         f"({name.upper()}.demo_samples is None; the entry point sets the base policy's "
+                         "expert episodes there)")
+    return demo_samples
 
 
 def successful_groups(groups: list[Group], per_group: int = 0, keep_pixels: bool = True) -> list[Group]:

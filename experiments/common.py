@@ -267,15 +267,14 @@ def hand_rft_pool(algo: Any, cfg: Any, tasks: list[str]) -> None:
     from algos.buffer import TrajectoryBuffer
     from algos.run import checkpoint_dir
 
-    ckpt = checkpoint_dir(rft_path(cfg, tasks))
-    path = (ckpt or rft_path(cfg, tasks)) / "successes.parquet"
-    if ckpt is None or not path.exists():
+    run_dir = rft_path(cfg, tasks)
+    path = (checkpoint_dir(run_dir) or run_dir) / "successes.parquet"
+    if not path.exists():
         raise SystemExit(f"{algo.name}.rft_pool=true: the RFT checkpoint has no success pool at {path}")
     # RFT's group ids come from its own rollout seeds, which this run's may repeat: mark them as RFT's
     algo.pool = TrajectoryBuffer.load(path).prefixed("rft-")
-    n = sum(len(t.steps) for g in algo.pool.groups for t in g.trajectories)
-    print(f"{algo.name}.rft_pool: {len(algo.pool.groups)} groups ({n} steps) of RFT's successes to start "
-          "from")
+    print(f"{algo.name}.rft_pool: {len(algo.pool)} groups ({len(algo.pool.steps())} steps) of RFT's "
+          "successes to start from")
 
 
 def rft_key(cfg: Any, tasks: list[str]) -> str:

@@ -67,6 +67,33 @@ def best_time(fn, reps: int) -> float:
     return min(times)
 
 
+def machine_speed(reps: int) -> tuple[float, float]:
+    """How fast this machine is right now, on two fixed workloads that stand for the policy's two halves: an
+    fp32 linear of the encoder's shape ([1088, 96] x [96, 288], torch's threads) in GFLOP/s, and a pure-Python
+    dictionary-and-tuple loop (what featurising does) in millions of iterations/s. The machines these
+    benchmarks run on are shared VMs whose speed swings ~2x within a day; these two figures, printed beside
+    the policy's, tell a slow spell from a slower policy."""
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(0)
+    x, w, b = (torch.randn(*s, generator=gen) for s in ((1088, 96), (288, 96), (288,)))
+    for _ in range(20):
+        F.linear(x, w, b)
+    n = 200
+    t_mm = best_time(lambda: [F.linear(x, w, b) for _ in range(n)], reps)
+    gflops = 2 * 1088 * 96 * 288 * n / t_mm / 1e9
+    keys = [(f"w{i}", i % 7) for i in range(1000)]
+
+    def py_loop() -> None:
+        d: dict = {}
+        for _ in range(100):
+            for k in keys:
+                d[k] = d.get(k, 0) + 1
+
+    m_iters = 100 * len(keys) / best_time(py_loop, reps) / 1e6
+    return gflops, m_iters
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default=DEFAULT_TASKS)
@@ -133,6 +160,7 @@ def main() -> None:
     t_ref = best_time(sft_loop, max(1, args.reps // 2))
     sft_ref = len(ref) / t_ref
 
+    gflops, m_iters = machine_speed(args.reps)
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
     print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, torch threads {torch.get_num_threads()}, memory "
           f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
@@ -143,10 +171,13 @@ def main() -> None:
           f"(featurising included; loss after training {losses[-1]:.3f})")
     print(f"featurise: first sight {feat_cold:6.0f} samples/s, seen values in new objects (a rollout) "
           f"{feat_fresh:6.0f} samples/s, the same objects (training epochs) {feat_same:6.0f} samples/s")
+    print(f"machine now: linear [1088,96]x[96,288] {gflops:5.0f} GFLOP/s on {torch.get_num_threads()} "
+          f"threads, Python dict loop {m_iters:5.1f} M iterations/s")
     print(json.dumps({"samples": len(samples), "act_per_s": round(act_rate), "act_ref_per_s": round(act_ref),
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
-                      "featurise_per_s": round(feat_fresh), "params": n_params, "memory": args.memory,
-                      "memory_mode": args.memory_mode}))
+                      "featurise_per_s": round(feat_fresh), "params": n_params,
+                      "machine_gflops": round(gflops, 1), "machine_py_miters": round(m_iters, 2),
+                      "memory": args.memory, "memory_mode": args.memory_mode}))
 
 
 if __name__ == "__main__":

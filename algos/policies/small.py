@@ -181,7 +181,7 @@ N_EL_PROGRESS = 5  # an element: its label was acted on; is in the goal past the
 # on the screen; how far past; is in the goal only before the cursor
 # Checkpoints saved before these weights load with them at their zero start (and act exactly as they did)
 LATER_PARAMETERS = frozenset(f"{m}.{w}" for m in ("done_counts", "copy_order", "goal_progress", "el_progress",
-                                                       "end_breaks")
+                                                       "end_breaks", "el_goal_gap")
                              for w in ("weight", "bias")) | {"typed", "tok_column.weight"}
 MEMORY_MODES = ("encoder", "heads")  # how SmallPolicy(memory=K) reads earlier screens' elements
 _OPTIMIZER_STEPS = [0]  # optimizer steps taken in this process (any optimizer), see PointerNet.goal_memory
@@ -346,6 +346,7 @@ class SampleFeat:
     done: np.ndarray  # float32 [N_DONE]: actions of each type taken so far this episode / DONE_SCALE (the
     # whole history), and the cursor's place (0..1)
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
+    el_gap: np.ndarray | None = None  # int64 [E, 2]: (cursor, start of its goal run past the cursor) or 0s
 
 
 class Featurizer:
@@ -461,7 +462,7 @@ class Featurizer:
         return hit
 
     def progress(self, g: GoalFeat, x: PolicyInput, els: list[ElementFeat], n_cur: int,
-                 items: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, int]:
+                 items: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         """Goal-token and element progress features (see N_GOAL_PROGRESS, N_EL_PROGRESS) and the cursor: each
         typed text and acted-on label of the episode, in order, takes the first run of the goal's tokens
         that it matches at or after the cursor, and the cursor moves past it (else the last run before it,
@@ -488,6 +489,7 @@ class Featurizer:
         if cursor < n_goal:
             goal[cursor, 2] = 1.0
         el = np.zeros((len(els), N_EL_PROGRESS), np.float32)
+        gap = np.zeros((len(els), 2), np.int64)
         acted = set(x.acted)
         ahead = np.full(n_cur, n_goal + 1)
         for i, e in enumerate(els[:n_cur]):
@@ -498,13 +500,14 @@ class Featurizer:
             j = bisect_left(starts, cursor)
             if j < len(starts):
                 ahead[i] = starts[j]
+                gap[i] = cursor, starts[j]
                 el[i, 1] = 1.0
                 el[i, 3] = (starts[j] - cursor) / max(1, n_goal)
             elif starts:
                 el[i, 4] = 1.0
         if n_cur and el[:n_cur, 1].any():
             el[:n_cur, 2] = ahead == ahead.min()
-        return goal, el, cursor
+        return goal, el, cursor, gap
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
         """(type id, words of its text / app / direction / status) of one previous action's JSON text."""
@@ -536,7 +539,7 @@ class Featurizer:
         typed_words = [w for t, w in items if t == _TYPED]
         typed = np.unique(np.concatenate(typed_words)) if typed_words else _EMPTY
         done = np.bincount([t for t, _ in items], minlength=N_DONE).astype(np.float32) / DONE_SCALE
-        goal_progress, el_progress, cursor = self.progress(g, x, els, n_cur, items)
+        goal_progress, el_progress, cursor, el_gap = self.progress(g, x, els, n_cur, items)
         done[-1] = cursor / max(1, len(g.ids))
         return SampleFeat(
             goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
@@ -545,7 +548,7 @@ class Featurizer:
             hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
             hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur,
-            typed=typed, goal_progress=goal_progress, el_progress=el_progress, done=done)
+            typed=typed, goal_progress=goal_progress, el_progress=el_progress, done=done, el_gap=el_gap)
 
 
 @dataclasses.dataclass
@@ -589,6 +592,7 @@ class Batch:
     lab_typed: torch.Tensor  # [N] the flat label token was typed earlier in the episode
     done: torch.Tensor  # [B, N_DONE] actions of each type taken so far / DONE_SCALE, and the cursor's place
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
+    el_gap: torch.Tensor | None = None  # [B, E, 2] see SampleFeat.el_gap
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
     lab_words: torch.Tensor | None = None  # [N, d] word vector of each flat label token
@@ -625,11 +629,14 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     goal_breaks = np.zeros((bsz, t_max), np.int64)
     goal_progress = np.zeros((bsz, t_max, N_GOAL_PROGRESS), np.float32)
     el_progress = np.zeros((bsz, e_max, N_EL_PROGRESS), np.float32)
+    el_gap = np.zeros((bsz, e_max, 2), np.int64)
     lab_typed = []
     for b, f in enumerate(feats):
         goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
         goal_progress[b, : len(f.goal_progress)] = f.goal_progress
         el_progress[b, : len(f.el_progress)] = f.el_progress
+        if f.el_gap is not None:
+            el_gap[b, : len(f.el_gap)] = f.el_gap
         k = n_el[b]
         n_before = len(lab_ids)
         if k:
@@ -703,6 +710,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         el_progress=t(el_progress),
         lab_typed=t(np.concatenate(lab_typed) if lab_typed else np.zeros(0, bool)),
         done=t(np.stack([f.done for f in feats])),
+        el_gap=t(el_gap),
     )
 
 
@@ -841,6 +849,11 @@ class PointerNet(nn.Module):
             # are their input vectors through a residual feed-forward layer (made last: others draw as before)
             self.seen_ff = nn.Sequential(nn.Linear(d, FF_MULT * d), nn.GELU(), nn.Linear(FF_MULT * d, d))
             self.seen_norm = nn.LayerNorm(d)
+        # what lies in the goal between the cursor and where an element's label is named: the mean state of
+        # those goal tokens, added to the element's input (another item still to do, or only a separator)
+        self.el_goal_gap = nn.Linear(d, d)
+        nn.init.zeros_(self.el_goal_gap.weight)
+        nn.init.zeros_(self.el_goal_gap.bias)
 
     def app_logits(self, h_cls: torch.Tensor, match: torch.Tensor | None,
                    words: torch.Tensor) -> torch.Tensor:
@@ -883,6 +896,13 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
+        if b.el_gap is not None and t_len:
+            g_states = mem.index_select(0, b.goal_of)  # [B, T, d]
+            cs = F.pad(g_states.cumsum(1), (0, 0, 1, 0))  # cs[:, k] = sum of the first k token states
+            lo, hi = b.el_gap[..., 0], b.el_gap[..., 1]
+            span = cs.gather(1, hi[..., None].expand(-1, -1, cs.shape[-1])) - cs.gather(
+                1, lo[..., None].expand(-1, -1, cs.shape[-1]))
+            el = el + self.el_goal_gap(span / (hi - lo).clamp(min=1)[..., None])
         heads_only = self.memory and self.memory_mode == "heads"
         if heads_only:  # only the screen's elements are encoded (sample i's are el[i, :n_cur])
             c = int(b.n_cur.max()) if bsz else 0

@@ -345,8 +345,8 @@ class SampleFeat:
     el_progress: np.ndarray  # float32 [E, N_EL_PROGRESS] (which listed item is next)
     done: np.ndarray  # float32 [N_DONE]: actions of each type taken so far this episode / DONE_SCALE (the
     # whole history), and the cursor's place (0..1)
+    el_gap: np.ndarray  # int64 [E, 2]: (cursor, start of its goal run past the cursor), or 0s (see progress)
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
-    el_gap: np.ndarray | None = None  # int64 [E, 2]: (cursor, start of its goal run past the cursor) or 0s
 
 
 class Featurizer:
@@ -591,8 +591,8 @@ class Batch:
     el_progress: torch.Tensor  # [B, E, N_EL_PROGRESS] see Featurizer.progress
     lab_typed: torch.Tensor  # [N] the flat label token was typed earlier in the episode
     done: torch.Tensor  # [B, N_DONE] actions of each type taken so far / DONE_SCALE, and the cursor's place
+    el_gap: torch.Tensor  # [B, E, 2] see SampleFeat.el_gap
     app_match: torch.Tensor | None = None  # [B, A] the goal names launcher app a (0..1)
-    el_gap: torch.Tensor | None = None  # [B, E, 2] see SampleFeat.el_gap
     # filled by PointerNet.encode from the same EmbeddingBag call as every other bag (one dense gradient):
     app_words: torch.Tensor | None = None  # [A, d] mean word vector of each launcher app's name
     lab_words: torch.Tensor | None = None  # [N, d] word vector of each flat label token
@@ -635,8 +635,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
         goal_progress[b, : len(f.goal_progress)] = f.goal_progress
         el_progress[b, : len(f.el_progress)] = f.el_progress
-        if f.el_gap is not None:
-            el_gap[b, : len(f.el_gap)] = f.el_gap
+        el_gap[b, : len(f.el_gap)] = f.el_gap
         k = n_el[b]
         n_before = len(lab_ids)
         if k:
@@ -896,13 +895,14 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
-        if b.el_gap is not None and t_len:
-            g_states = mem.index_select(0, b.goal_of)  # [B, T, d]
-            cs = F.pad(g_states.cumsum(1), (0, 0, 1, 0))  # cs[:, k] = sum of the first k token states
-            lo, hi = b.el_gap[..., 0], b.el_gap[..., 1]
-            span = cs.gather(1, hi[..., None].expand(-1, -1, cs.shape[-1])) - cs.gather(
-                1, lo[..., None].expand(-1, -1, cs.shape[-1]))
-            el = el + self.el_goal_gap(span / (hi - lo).clamp(min=1)[..., None])
+        g = b.goal_of
+        h_goal = mem.index_select(0, g)  # [B, T, d]
+        if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
+            cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
+            ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, cs.shape[-1]))
+            lo, hi = ends.view(bsz, e_len, 2, -1).unbind(2)
+            width = (b.el_gap[..., 1] - b.el_gap[..., 0]).clamp(min=1)[..., None]
+            el = el + self.el_goal_gap((hi - lo) / width)
         heads_only = self.memory and self.memory_mode == "heads"
         if heads_only:  # only the screen's elements are encoded (sample i's are el[i, :n_cur])
             c = int(b.n_cur.max()) if bsz else 0
@@ -913,7 +913,6 @@ class PointerNet(nn.Module):
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
-        g = b.goal_of
         for blk, (k, v) in zip(self.blocks, kvs, strict=True):
             x = blk(x, attend, (k.index_select(0, g), v.index_select(0, g)))  # backward: index_add, not a
         hs = self.norm(x)  # serial accumulating index_put
@@ -921,7 +920,7 @@ class PointerNet(nn.Module):
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements
             h_el = torch.where(b.cur_mask[..., None], F.pad(h_el, (0, 0, 0, e_len - h_el.shape[1])),
                                self.seen_norm(seen + self.seen_ff(seen)))
-        return hs[:, 0], mem.index_select(0, g), h_el
+        return hs[:, 0], h_goal, h_el
 
     def goal_memory(self, b: Batch, words: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor,
                                                                                          torch.Tensor]]]:

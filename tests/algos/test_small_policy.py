@@ -19,6 +19,7 @@ BC_TASKS = ["SystemBluetoothTurnOn", "MarkorCreateNote", "ContactsAddContact",
             "SimpleCalendarLocationOfEvent"]  # clicks, typed goal spans, app launches, an answer, status
 MORE_TASKS = ["OpenAppTaskEval", "ExpenseAddMultiple", "FilesMoveFile", "RecipeDeleteSingleRecipe",
               "SimpleSmsReply", "TasksHighPriorityTasks"]  # screens for the robustness checks
+SYLLABLES = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]  # made-up names
 
 
 def collect(tasks: list[str], seeds: int) -> list[tuple[PolicyInput, str]]:
@@ -511,10 +512,9 @@ def test_copied_span_edges_transfer_to_words_never_seen():
     import random
 
     rng = random.Random(0)
-    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
 
     def word() -> str:
-        return "".join(rng.choice(syll) for _ in range(rng.randint(2, 3)))
+        return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
 
     field = UIElement(text="", hint_text="Name", class_name="android.widget.EditText", is_editable=True,
                       bbox_pixels=BoundingBox(0, 1080, 300, 420))
@@ -687,10 +687,9 @@ def test_memory_read_by_heads_only_leaves_the_screens_encoding_alone():
 def _address_example(rng, k: int) -> tuple[PolicyInput, str]:
     """The typing step of "text the address X sent me to Y": the address is in a message seen on an earlier
     screen, among other seen messages; new names, numbers and streets every time."""
-    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
 
     def word() -> str:
-        return "".join(rng.choice(syll) for _ in range(rng.randint(2, 3))).capitalize()
+        return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
 
     sender, to = word() + " " + word(), word()
     address = f"{rng.randint(10, 9999)} {word()} {rng.choice(['St', 'Way', 'Ave', 'Road'])}, {word()}"
@@ -731,10 +730,9 @@ def _next_entry_example(rng, k: int) -> tuple[PolicyInput, str]:
     """The Name step of entry k of a 3-entry form task shaped like ExpenseAddMultiple (the goal's rows as
     text blocks; per entry: Add, type its name and amount, a category chip, Save, OK), after a varying way
     to the form: the names are new words, and the last 4 actions never show an earlier entry's words."""
-    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
 
     def words(n: int) -> str:
-        return " ".join("".join(rng.choice(syll) for _ in range(rng.randint(2, 3))).capitalize()
+        return " ".join("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
                         for _ in range(n))
 
     rows = [(words(rng.randint(1, 3)), f"{rng.randint(1, 500)}.{rng.randint(10, 99)}") for _ in range(3)]
@@ -820,8 +818,8 @@ def _next_item_example(rng, k: int) -> tuple[PolicyInput, str]:
     after a varying way to the list. Which items are done is visible only in the labels acted on."""
     from algos.prompt import SeenElements
 
-    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
-    names = list({"_".join("".join(rng.choice(syll) for _ in range(2)) for _ in range(2)) for _ in range(6)})
+    names = list({"_".join("".join(rng.choice(SYLLABLES) for _ in range(2)) for _ in range(2))
+                  for _ in range(6)})
     wanted = rng.sample(names, 3)
     goal = f"Create a playlist titled \"Mix {rng.randint(1, 99)}\" in VLC, in order: " + ", ".join(
         f"{n}.mp4" for n in wanted)
@@ -879,11 +877,10 @@ def _next_or_scroll_example(rng, k: int) -> tuple[PolicyInput, str]:
     cursor, at a distance from it that varies with the preamble and the names)."""
     from algos.prompt import SeenElements
 
-    syll = ["ka", "lo", "mi", "ve", "tor", "zu", "pa", "ne", "ri", "sol", "dex", "qua"]
     filler = ["please", "make", "a", "new", "list", "for", "my", "evening", "clips", "now", "and", "then"]
     names: list[str] = []
     while len(names) < 6:
-        n = " ".join("".join(rng.choice(syll) for _ in range(2)) for _ in range(rng.randint(1, 3)))
+        n = " ".join("".join(rng.choice(SYLLABLES) for _ in range(2)) for _ in range(rng.randint(1, 3)))
         names += [n] if n not in names else []
     order = rng.sample(names, 3)
     goal = (" ".join(rng.choice(filler) for _ in range(rng.randint(0, 12))) + f" Create a playlist titled "

@@ -63,12 +63,13 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import operator
 import re
 import time
 import zlib
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,7 @@ class GoalFeat(Tokens):
     long_words: frozenset[str] = frozenset()  # compact words of 3+ characters
     runs: dict[str, tuple[list[int], int]] = dataclasses.field(default_factory=dict, repr=False)  # run_starts
     overlaps: dict[int, tuple[ElementFeat, np.ndarray]] = dataclasses.field(default_factory=dict, repr=False)
+    screens: dict[tuple[int, ...], ScreenFeat] = dataclasses.field(default_factory=dict, repr=False)
 
 
 @dataclasses.dataclass
@@ -323,6 +325,25 @@ class ElementFeat:
     tokens: Tokens | None = None  # the label's first MAX_LABEL_TOKENS tokens (spans to copy)
     quantity: str | None = None  # the quantity the label shows, as an answer (see `measure`)
     summand: int = 0  # the quantity as a whole number for sum answers (0 when the label shows none)
+    lab: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((4, 0), np.int64))  # int64 [4, S]:
+    # the label tokens' ids, shapes, breaks and columns (S = 0 without tokens)
+
+
+@dataclasses.dataclass
+class ScreenFeat:
+    """What a sample's features take from its goal and elements alone, ready to pad: cached per goal and
+    screen (a task's group of rollouts revisits the same screens, as new objects with equal values)."""
+
+    elements: tuple[ElementFeat, ...]
+    dense: np.ndarray  # float32 [E, N_DENSE]: the elements' features with the goal-overlap slots filled
+    has_label: np.ndarray  # bool [E]
+    has_quantity: np.ndarray  # bool [E]: the label shows a quantity (see `measure`)
+    summand: np.ndarray  # bool [E]: ... that is not zero
+    el_flat: np.ndarray  # all elements' word buckets, concatenated
+    el_lens: np.ndarray  # words per element
+    lab_el: np.ndarray  # int64 [L]: the elements with label tokens
+    lab_len: np.ndarray  # int64 [L]: their label tokens' counts
+    lab: np.ndarray  # int64 [4, N]: their label tokens (`ElementFeat.lab`), concatenated
 
 
 @dataclasses.dataclass
@@ -331,10 +352,7 @@ class SampleFeat:
 
     goal: GoalFeat
     elements: list[ElementFeat]  # first max_elements
-    dense: np.ndarray  # float32 [E, N_DENSE]
-    has_label: np.ndarray  # bool [E]
-    el_flat: np.ndarray  # all elements' word buckets, concatenated
-    el_lens: np.ndarray  # words per element
+    screen: ScreenFeat  # the per-element arrays
     hist_types: list[int]  # most recent last, at most `history`
     hist_flat: np.ndarray
     hist_lens: list[int]
@@ -347,6 +365,10 @@ class SampleFeat:
     # whole history), and the cursor's place (0..1)
     el_gap: np.ndarray  # int64 [E, 2]: (cursor, start of its goal run past the cursor), or 0s (see progress)
     app_match: np.ndarray | None = None  # float32 [A]: how much of each launcher app's name the goal names
+
+    @property
+    def dense(self) -> np.ndarray:
+        return self.screen.dense
 
 
 class Featurizer:
@@ -421,9 +443,11 @@ class Featurizer:
         # label
         label = el.text or el.content_description or None
         qty = measure(label)
+        tok = self.tokens(label, MAX_LABEL_TOKENS) if label else None
+        lab = (np.stack([tok.ids, tok.shapes, tok.breaks, tok.columns]) if tok is not None
+               else np.zeros((4, 0), np.int64))
         return ElementFeat(ids, frozenset(ids.tolist()), dense, label, (label or "").lower(),
-                           compact(label or ""), box, self.tokens(label, MAX_LABEL_TOKENS) if label else None,
-                           qty, sum_term(qty))
+                           compact(label or ""), box, tok, qty, sum_term(qty), lab)
 
     def tokens(self, text: str, limit: int) -> Tokens:
         ms = list(TOKEN_RE.finditer(text))[:limit]
@@ -450,6 +474,31 @@ class Featurizer:
             g.overlaps.clear()
         g.overlaps[id(e)] = (e, row)  # keeps `e` alive, so its id cannot be reused while cached
         return row
+
+    def screen(self, g: GoalFeat, els: list[ElementFeat], n_cur: int) -> ScreenFeat:
+        """The per-element arrays of a goal and screen (`els[:n_cur]` on the screen), cached per goal by the
+        elements' identities (a cached `ElementFeat` stands for its values)."""
+        key = (n_cur, *map(id, els))
+        hit = g.screens.get(key)
+        if hit is not None and all(map(operator.is_, hit.elements, els)):
+            return hit
+        dense = np.array([self._overlap(g, e) for e in els], np.float32).reshape(len(els), N_DENSE)
+        same = Counter(e.label_lower for e in els[:n_cur] if e.label_lower)  # another element of this screen
+        dense[:n_cur, 19] = [same[e.label_lower] > 1 for e in els[:n_cur]]  # has its label (duplicate rows,
+        # colour swatches)
+        lab_el = [i for i, e in enumerate(els) if e.lab.shape[1]]
+        sf = ScreenFeat(
+            tuple(els), dense, has_label=np.array([e.label is not None for e in els], bool),
+            has_quantity=np.array([e.quantity is not None for e in els], bool),
+            summand=np.array([e.summand > 0 for e in els], bool),
+            el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
+            el_lens=np.array([len(e.ids) for e in els], np.int64), lab_el=np.array(lab_el, np.int64),
+            lab_len=np.array([els[i].lab.shape[1] for i in lab_el], np.int64),
+            lab=np.concatenate([els[i].lab for i in lab_el], 1) if lab_el else np.zeros((4, 0), np.int64))
+        if len(g.screens) >= OVERLAP_CACHE_SIZE:
+            g.screens.clear()
+        g.screens[key] = sf  # holds the elements, so their ids cannot be reused while cached
+        return sf
 
     def run_starts(self, g: GoalFeat, key: str, words: np.ndarray) -> tuple[list[int], int]:
         """(where `words` occur as a run of the goal's tokens, their count), cached per goal by `key` (a
@@ -530,10 +579,7 @@ class Featurizer:
         n_cur = len(els)
         if self.memory and x.seen:
             els += [self.element(e) for e in x.seen[-self.memory :]]
-        dense = np.array([self._overlap(g, e) for e in els], np.float32).reshape(len(els), N_DENSE)
-        same = Counter(e.label_lower for e in els[:n_cur] if e.label_lower)  # another element of this screen
-        dense[:n_cur, 19] = [same[e.label_lower] > 1 for e in els[:n_cur]]  # has its label (duplicate rows,
-        # colour swatches)
+        screen = self.screen(g, els, n_cur)
         items = [self.history_item(h) for h in x.history]  # the whole episode so far (cached per text)
         hist = items[-self.history :] if self.history else []
         typed_words = [w for t, w in items if t == _TYPED]
@@ -542,10 +588,7 @@ class Featurizer:
         goal_progress, el_progress, cursor, el_gap = self.progress(g, x, els, n_cur, items)
         done[-1] = cursor / max(1, len(g.ids))
         return SampleFeat(
-            goal=g, elements=els, dense=dense, has_label=np.array([e.label is not None for e in els], bool),
-            el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
-            el_lens=np.array([len(e.ids) for e in els], np.int64),
-            hist_types=[t for t, _ in hist],
+            goal=g, elements=els, screen=screen, hist_types=[t for t, _ in hist],
             hist_flat=np.concatenate([w for _, w in hist]) if hist else _EMPTY,
             hist_lens=[len(w) for _, w in hist], step_frac=x.step / max(1, x.max_steps), n_cur=n_cur,
             typed=typed, goal_progress=goal_progress, el_progress=el_progress, done=done, el_gap=el_gap)
@@ -624,50 +667,47 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
     has_quantity = np.zeros((bsz, e_max), bool)
     summand = np.zeros((bsz, e_max), bool)
     hist_types = np.zeros((bsz, h), np.int64)
-    lab_ids, lab_shape, lab_b, lab_e = [], [], [], []  # label tokens of every element that has them, flat
-    lab_breaks, lab_columns = [], []
+    labs, lab_b, lab_e, lab_n = [], [], [], []  # label tokens of every element that has them, flat
+    typed = []  # (sample << 32) + word bucket of the words each sample typed earlier
     goal_breaks = np.zeros((bsz, t_max), np.int64)
     goal_progress = np.zeros((bsz, t_max, N_GOAL_PROGRESS), np.float32)
     el_progress = np.zeros((bsz, e_max, N_EL_PROGRESS), np.float32)
     el_gap = np.zeros((bsz, e_max, 2), np.int64)
-    lab_typed = []
     for b, f in enumerate(feats):
         goal_breaks[b, : len(f.goal.breaks)] = f.goal.breaks
         goal_progress[b, : len(f.goal_progress)] = f.goal_progress
         el_progress[b, : len(f.el_progress)] = f.el_progress
         el_gap[b, : len(f.el_gap)] = f.el_gap
-        k = n_el[b]
-        n_before = len(lab_ids)
+        k, sc = n_el[b], f.screen
         if k:
-            dense[b, :k] = f.dense
-            has_label[b, :k] = f.has_label
-            el_lens[b, :k] = f.el_lens
-            for i, e in enumerate(f.elements):
-                has_quantity[b, i] = e.quantity is not None
-                summand[b, i] = e.summand > 0
-                if e.tokens is not None and len(e.tokens.ids):
-                    lab_ids.append(e.tokens.ids)
-                    lab_shape.append(e.tokens.shapes)
-                    lab_breaks.append(e.tokens.breaks)
-                    lab_columns.append(e.tokens.columns)
-                    lab_b.append(b)
-                    lab_e.append(i)
-            if len(lab_ids) > n_before:  # one isin per sample over its labels' tokens (flat, in order)
-                flat = np.concatenate(lab_ids[n_before:])
-                lab_typed.append(np.isin(flat, f.typed) if len(f.typed) else np.zeros(len(flat), bool))
+            dense[b, :k] = sc.dense
+            has_label[b, :k] = sc.has_label
+            el_lens[b, :k] = sc.el_lens
+            has_quantity[b, :k] = sc.has_quantity
+            summand[b, :k] = sc.summand
+            if len(sc.lab_el):
+                labs.append(sc.lab)
+                lab_b.append(np.full(len(sc.lab_el), b, np.int64))
+                lab_e.append(sc.lab_el)
+                lab_n.append(sc.lab_len)
+                if len(f.typed):
+                    typed.append(f.typed + (b << 32))
         if f.hist_types:  # right-aligned: the last slot is the newest action
             hist_types[b, h - len(f.hist_types) :] = f.hist_types
             hist_lens[b, h - len(f.hist_types) :] = f.hist_lens
-    n_lab = np.array([len(ids) for ids in lab_ids], np.int64)
+    lab = np.concatenate(labs, 1) if labs else np.zeros((4, 0), np.int64)
+    lab_b, lab_e, n_lab = (np.concatenate(a) if a else _EMPTY for a in (lab_b, lab_e, lab_n))
     lab_lens = np.zeros((bsz, e_max), np.int64)
     lab_lens[lab_b, lab_e] = n_lab
     lab_off = np.zeros((bsz, e_max), np.int64)
     lab_off[lab_b, lab_e] = np.cumsum(n_lab) - n_lab
-    lab_at = np.stack([np.repeat(np.array(lab_b, np.int64), n_lab),
-                       np.repeat(np.array(lab_e, np.int64), n_lab),
+    lab_row = np.repeat(lab_b, n_lab)
+    lab_at = np.stack([lab_row, np.repeat(lab_e, n_lab),
                        np.arange(n_lab.sum()) - np.repeat(np.cumsum(n_lab) - n_lab, n_lab)], 1)
+    lab_typed = (np.isin(lab[0] + (lab_row << 32), np.concatenate(typed)) if typed
+                 else np.zeros(lab.shape[1], bool))  # each label token: its sample typed that word earlier
     goal_words = [f.goal.ids for f in feats]
-    hist_words, el_words = [f.hist_flat for f in feats], [f.el_flat for f in feats]
+    hist_words, el_words = [f.hist_flat for f in feats], [f.screen.el_flat for f in feats]
     words = np.concatenate([g.ids for g in uniq] + hist_words + el_words + goal_words)
     lens = np.concatenate([goal_lens.ravel(), hist_lens.ravel(), el_lens.ravel(), n_goal])
     offsets = np.zeros_like(lens)
@@ -690,11 +730,11 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
         n_goal=n_goal_t,
         n_el=n_el_t,
         has_label=t(has_label),
-        lab_ids=t(np.concatenate(lab_ids) if lab_ids else _EMPTY),
+        lab_ids=t(lab[0]),
         lab_at=t(lab_at),
-        lab_shape=t(np.concatenate(lab_shape) if lab_shape else _EMPTY),
-        lab_breaks=t(np.concatenate(lab_breaks) if lab_breaks else _EMPTY),
-        lab_columns=t(np.concatenate(lab_columns) if lab_columns else _EMPTY),
+        lab_shape=t(lab[1]),
+        lab_breaks=t(lab[2]),
+        lab_columns=t(lab[3]),
         goal_columns_u=t(goal_columns),
         goal_breaks=t(goal_breaks),
         has_quantity=t(has_quantity),
@@ -707,7 +747,7 @@ def collate(feats: list[SampleFeat], history: int, device: torch.device | str) -
                    if all(f.app_match is not None for f in feats) else None),
         goal_progress=t(goal_progress),
         el_progress=t(el_progress),
-        lab_typed=t(np.concatenate(lab_typed) if lab_typed else np.zeros(0, bool)),
+        lab_typed=t(lab_typed),
         done=t(np.stack([f.done for f in feats])),
         el_gap=t(el_gap),
     )
@@ -744,9 +784,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(bsz, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if memory is not None:
             k, v = torch.cat([memory[0], k], 2), torch.cat([memory[1], v], 2)
-        # plain attention: on CPU at these sizes it is faster than scaled_dot_product_attention's flash kernel
-        scores = (q @ k.transpose(-1, -2)) * (q.shape[-1] ** -0.5) + attend
-        a = scores.softmax(-1) @ v
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=attend)
         x = x + self.out(a.transpose(1, 2).reshape(bsz, n, d))
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
@@ -895,8 +933,8 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
-        g = b.goal_of
-        h_goal = mem.index_select(0, g)  # [B, T, d]
+        rows = _row_picker(b.goal_of, n_goals)
+        h_goal = rows(mem)  # [B, T, d]
         if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
             cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
             ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, cs.shape[-1]))
@@ -914,8 +952,8 @@ class PointerNet(nn.Module):
                           b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
         for blk, (k, v) in zip(self.blocks, kvs, strict=True):
-            x = blk(x, attend, (k.index_select(0, g), v.index_select(0, g)))  # backward: index_add, not a
-        hs = self.norm(x)  # serial accumulating index_put
+            x = blk(x, attend, (rows(k), rows(v)))
+        hs = self.norm(x)
         h_el = hs[:, 1 + h_len :]
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements
             h_el = torch.where(b.cur_mask[..., None], F.pad(h_el, (0, 0, 0, e_len - h_el.shape[1])),
@@ -973,6 +1011,31 @@ class PointerNet(nn.Module):
         return h, [blk.memory(h) for blk in self.blocks]
 
 
+def _row_picker(idx: torch.Tensor, n: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """x -> x[idx] for tensors x [n, ...]. With gradients it is a product with the one-hot matrix
+    [len(idx), n] (exact: each output is one input times 1), whose backward is a matrix product too,
+    several times faster on CPU than index_select's (a scatter-add over every element of the output)."""
+    if not torch.is_grad_enabled():
+        return lambda x: x.index_select(0, idx)
+    one_hot = F.one_hot(idx, n).to(torch.float32)
+    return lambda x: (one_hot @ x.flatten(1)).view(len(idx), *x.shape[1:])
+
+
+def _bilinear(q: torch.Tensor, lin: nn.Linear, h: torch.Tensor) -> torch.Tensor:
+    """Pointer scores `q . lin(h)` [B, K, N] of queries `q` [B, K, d] over states `h` [B, N, d], computed as
+    `(q W) . h + q . bias`: the keys `lin(h)` [B, N, d] (and, training, their gradient) are never made, which
+    saves two of a pass's largest matrix products per head (N = elements or goal tokens >> K)."""
+    return torch.baddbmm((q @ lin.bias)[..., None], q @ lin.weight, h.transpose(1, 2))
+
+
+def _bilinear_many(heads: list[tuple[torch.Tensor, nn.Linear]], h: torch.Tensor) -> torch.Tensor:
+    """`_bilinear` for several (query [B, d], key projection) pairs over the same states `h` [B, N, d]: one
+    batched product, [B, len(heads), N]."""
+    w = torch.stack([q @ lin.weight for q, lin in heads], 1)
+    bias = torch.stack([q @ lin.bias for q, lin in heads], 1)
+    return torch.baddbmm(bias[..., None], w, h.transpose(1, 2))
+
+
 def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.masked_fill(~mask, NEG), -1)
 
@@ -994,7 +1057,7 @@ class TextHead:
     source: torch.Tensor  # [B, 1 + E]
     goal_start: torch.Tensor  # [B, T]
     goal_end_q: torch.Tensor  # [B, d]: the end query's context part
-    goal_end_k: torch.Tensor  # [B, T, d]: end keys
+    end_k: nn.Linear  # end keys, applied as a bilinear form (see `_bilinear`)
     goal_states: torch.Tensor  # [B, T, d]: goal token states (the end query also reads the start's)
     goal_mask: torch.Tensor  # [B, T]
     end_from_start: nn.Module
@@ -1015,7 +1078,7 @@ class TextHead:
     def goal_end(self, rows: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """log p(end | start) [N, T] for goal spans starting at `starts` in samples `rows`."""
         q = self.goal_end_q[rows] + self.end_from_start(self.goal_states[rows, starts])
-        logits = torch.einsum("nd,ntd->nt", q, self.goal_end_k[rows]) * self.scale
+        logits = _bilinear(q[:, None], self.end_k, self.goal_states[rows])[:, 0] * self.scale
         brk = self.goal_breaks[rows]
         logits = logits + self._break_bias(rows, brk, brk.gather(1, starts[:, None])[:, 0])
         t = torch.arange(self.goal_mask.shape[1], device=rows.device)
@@ -1198,8 +1261,8 @@ class SmallPolicy(Policy):
         bsz = h_cls.shape[0]
         # element pointer with a "no element" slot 0, allowed for every type that does not need an element
         q = m.el_q(h_cls) + m.el_type(types)
-        keys = torch.cat([m.no_element.expand(bsz, 1, -1), m.el_k(h_el)], 1)
-        el_logits = torch.einsum("bd,bed->be", q, keys) * scale / tau
+        el_logits = torch.cat([q @ m.no_element[:, None], _bilinear(q[:, None], m.el_k, h_el)[:, 0]], 1)
+        el_logits = el_logits * scale / tau
         needs = torch.zeros(bsz, dtype=torch.bool, device=types.device)
         for i in _NEEDS_EL_IDX:
             needs |= types == i
@@ -1236,15 +1299,25 @@ class SmallPolicy(Policy):
             use = torch.where(types == TYPE_INDEX[t], u, use)
         ctx = h_cls + m.span_from_element(h_sel) + m.text_use(use)
         goal_only = use == TEXT_USE[A.OPEN_APP]
+        # one batched product scores every element-keyed head at once (see `_bilinear`): the copy source, the
+        # answer list, the counted elements, the quantity read, the summands, and the two label-span queries'
+        # element part (label tokens key on their element's state through `label_from_element`)
+        lq = [q_lin(ctx) for q_lin in (m.lstart_q, m.lend_q)]
+        lu = [q @ k_lin.weight for q, k_lin in zip(lq, (m.lstart_k, m.lend_k), strict=True)]  # W^T q: [B, d]
+        heads = [(q_lin(ctx), k_lin) for q_lin, k_lin in ((m.src_q, m.src_k), (m.sel_q, m.sel_k),
+                                                           (m.cnt_q, m.cnt_k), (m.qty_q, m.qty_k),
+                                                           (m.sum_q, m.sum_k))] + [(u, m.label_from_element)
+                                                                                  for u in lu]
+        per_el = _bilinear_many(heads, h_el) * (scale / tau)  # [B, 7, E]
+        src_el, sel, cnt, qty, add, lst_el, len_el = per_el.unbind(1)
         # source: the goal, or an element with a label (app names come from the goal only)
-        src_keys = torch.cat([m.goal_source.expand(bsz, 1, -1), m.src_k(h_el)], 1)
-        src_logits = torch.einsum("bd,bed->be", m.src_q(ctx), src_keys) * scale / tau
+        src_logits = torch.cat([heads[0][0] @ m.goal_source[:, None] * (scale / tau), src_el], 1)
         src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
         order = m.copy_order(ctx)  # [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
         h_goal = h_goal + m.goal_progress(b.goal_progress)  # goal tokens done, or past the cursor, key apart
-        st_logits = torch.einsum("bd,btd->bt", m.start_q(ctx), m.start_k(h_goal)) * scale / tau
+        st_logits = _bilinear(m.start_q(ctx)[:, None], m.start_k, h_goal)[:, 0] * scale / tau
         rel = torch.arange(b.goal_mask.shape[1], device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
         st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
                                  + order[:, -1:] * rel) / tau
@@ -1252,40 +1325,35 @@ class SmallPolicy(Policy):
         gm[:, 0] |= ~gm.any(1)
         # spans in element labels: word vectors by position plus the element's state, scored flat (no
         # [B, E, S] tensor, let alone [B, E, S, d]: a note body may have thousands of tokens):
-        # q . W(v) = (W^T q) . v + q . bias
+        # q . W(v) = (W^T q) . v + q . bias, the element's part already scored above
         e_len = b.lab_len.shape[1]
         row, el, pos = b.lab_at.unbind(1) if len(b.lab_ids) else (b.lab_ids,) * 3
+        at_el = row * e_len + el
         edge = (pos == 0).long() + 2 * (pos == b.lab_len[row, el] - 1).long()
         # index_select rather than indexing: its backward is an index_add, not a serial accumulating index_put
         far = pos.clamp(max=LABEL_POSITIONS - 1)
         tok = (b.lab_words + m.tok_pos.weight.index_select(0, far) + m.tok_edge.weight.index_select(0, edge)
                + m.tok_shape.weight.index_select(0, b.lab_shape)
                + m.tok_column.weight.index_select(0, b.lab_columns)
-               + m.label_from_element(h_el).flatten(0, 1).index_select(0, row * e_len + el)
                + b.lab_typed[:, None] * m.typed)
 
-        def label_logits(q_lin: nn.Linear, k_lin: nn.Linear) -> torch.Tensor:
-            q = q_lin(ctx)
-            return ((tok * (q @ k_lin.weight).index_select(0, row)).sum(-1)
-                    + (q @ k_lin.bias).index_select(0, row)) * scale / tau
+        def label_logits(q: torch.Tensor, u: torch.Tensor, k: nn.Linear, of_el: torch.Tensor) -> torch.Tensor:
+            own = (tok * u.index_select(0, row)).sum(-1) + (q @ k.bias).index_select(0, row)
+            return own * scale / tau + of_el.flatten().index_select(0, at_el)
 
         w = order.index_select(0, row)  # the same start preferences over label tokens typed earlier
-        st_lab = (label_logits(m.lstart_q, m.lstart_k)
+        st_lab = (label_logits(lq[0], lu[0], m.lstart_k, lst_el)
                   + (w[:, 0] * b.lab_typed + w[:, -1] * pos / b.lab_len[row, el].clamp(min=1)) / tau)
-        lp_lst = _segment_log_softmax(st_lab, row * e_len + el, bsz * e_len)
-        en = label_logits(m.lend_q, m.lend_k)
+        lp_lst = _segment_log_softmax(st_lab, at_el, bsz * e_len)
+        en = label_logits(lq[1], lu[1], m.lend_k, len_el)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
-                           m.end_q(ctx), m.end_k(h_goal), h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
+                           m.end_q(ctx), m.end_k, h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
                            b.lab_off, scale / tau, m.end_breaks(ctx) / tau, b.goal_breaks, b.lab_breaks)
-        sel = torch.einsum("bd,bed->be", m.sel_q(ctx), m.sel_k(h_el)) * scale / tau
         hd.select = sel.masked_fill(~b.has_label, NEG)  # lists: labelled, on the screen or read earlier
-        cnt = torch.einsum("bd,bed->be", m.cnt_q(ctx), m.cnt_k(h_el)) * scale / tau
         hd.count = cnt.masked_fill(~b.cur_mask, NEG)
         qty_mask = b.has_quantity.clone()
         qty_mask[:, 0] |= ~qty_mask.any(1)
-        qty = torch.einsum("bd,bed->be", m.qty_q(ctx), m.qty_k(h_el)) * scale / tau
         hd.quantity = _masked_log_softmax(qty, qty_mask)
-        add = torch.einsum("bd,bed->be", m.sum_q(ctx), m.sum_k(h_el)) * scale / tau
         hd.sum = add.masked_fill(~b.summand, NEG)  # non-zero quantities read (screen and earlier)
         hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
 
@@ -1799,7 +1867,7 @@ class SmallPolicy(Policy):
                 if loss.requires_grad:  # False only when every response in the minibatch was floored
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
-                    nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                    nn.utils.clip_grad_norm_(self.model.parameters(), 1.0, foreach=True)
                     opt.step()
                 if sched is not None:
                     sched.step()

@@ -344,6 +344,9 @@ class ScreenFeat:
     lab_el: np.ndarray  # int64 [L]: the elements with label tokens
     lab_len: np.ndarray  # int64 [L]: their label tokens' counts
     lab: np.ndarray  # int64 [4, N]: their label tokens (`ElementFeat.lab`), concatenated
+    runs: list[tuple[int, list[int]]]  # screen elements whose label is a run of the goal's tokens: (index,
+    # where those runs start)
+    by_label: dict[str, list[int]]  # screen elements by label
 
 
 @dataclasses.dataclass
@@ -371,6 +374,10 @@ class SampleFeat:
         return self.screen.dense
 
 
+_ELEMENT_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(UIElement)
+                                        if f.name != "bbox_pixels"))
+
+
 class Featurizer:
     """Turns `PolicyInput`s into padded tensors. Caches are bounded and cleared when full."""
 
@@ -382,7 +389,7 @@ class Featurizer:
         self.cache_size = cache_size
         self._words: dict[str, np.ndarray] = {}
         self._goals: dict[str, GoalFeat] = {}
-        self._elements: dict[UIElement, ElementFeat] = {}
+        self._elements: dict[tuple, ElementFeat] = {}
         self._by_id: dict[int, tuple[UIElement, ElementFeat]] = {}
         self._hist: dict[str, tuple[int, np.ndarray]] = {}
 
@@ -414,11 +421,18 @@ class Featurizer:
 
     def element(self, el: UIElement) -> ElementFeat:
         """Cached by identity first (the same observation objects are scored again in training epochs), then
-        by value (a UIElement is a frozen dataclass; hashing its fields costs a few microseconds)."""
+        by value: the tuple of its fields, the pixel box's coordinates inlined (made, hashed and compared in
+        C, several times faster than the dataclass's own hash and equality on a new object)."""
         hit = self._by_id.get(id(el))
         if hit is not None and hit[0] is el:
             return hit[1]
-        f = self._cached(self._elements, el, self._element)
+        b = el.bbox_pixels
+        key = (_ELEMENT_FIELDS(el), *((b.x_min, b.x_max, b.y_min, b.y_max) if b is not None else ()))
+        f = self._elements.get(key)
+        if f is None:
+            if len(self._elements) >= self.cache_size:
+                self._elements.clear()
+            f = self._elements[key] = self._element(el)
         if len(self._by_id) >= self.cache_size:
             self._by_id.clear()
         self._by_id[id(el)] = (el, f)  # keeps `el` alive, so its id cannot be reused while cached
@@ -494,7 +508,14 @@ class Featurizer:
             el_flat=np.concatenate([e.ids for e in els]) if els else _EMPTY,
             el_lens=np.array([len(e.ids) for e in els], np.int64), lab_el=np.array(lab_el, np.int64),
             lab_len=np.array([els[i].lab.shape[1] for i in lab_el], np.int64),
-            lab=np.concatenate([els[i].lab for i in lab_el], 1) if lab_el else np.zeros((4, 0), np.int64))
+            lab=np.concatenate([els[i].lab for i in lab_el], 1) if lab_el else np.zeros((4, 0), np.int64),
+            runs=[], by_label={})
+        for i, e in enumerate(els[:n_cur]):
+            if e.label:
+                sf.by_label.setdefault(e.label, []).append(i)
+                starts, _ = self.run_starts(g, e.label, self.words(e.label))
+                if starts:
+                    sf.runs.append((i, starts))
         if len(g.screens) >= OVERLAP_CACHE_SIZE:
             g.screens.clear()
         g.screens[key] = sf  # holds the elements, so their ids cannot be reused while cached
@@ -510,8 +531,8 @@ class Featurizer:
             hit = g.runs[key] = (_run_starts(g.ids, words), len(words))
         return hit
 
-    def progress(self, g: GoalFeat, x: PolicyInput, els: list[ElementFeat], n_cur: int,
-                 items: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    def progress(self, g: GoalFeat, x: PolicyInput, sc: ScreenFeat, items: list[tuple[int, np.ndarray]]
+                 ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         """Goal-token and element progress features (see N_GOAL_PROGRESS, N_EL_PROGRESS) and the cursor: each
         typed text and acted-on label of the episode, in order, takes the first run of the goal's tokens
         that it matches at or after the cursor, and the cursor moves past it (else the last run before it,
@@ -537,25 +558,23 @@ class Featurizer:
         goal[cursor:, 1] = 1.0
         if cursor < n_goal:
             goal[cursor, 2] = 1.0
-        el = np.zeros((len(els), N_EL_PROGRESS), np.float32)
-        gap = np.zeros((len(els), 2), np.int64)
-        acted = set(x.acted)
-        ahead = np.full(n_cur, n_goal + 1)
-        for i, e in enumerate(els[:n_cur]):
-            if not e.label:
-                continue
-            el[i, 0] = e.label in acted
-            starts, _ = self.run_starts(g, e.label, self.words(e.label))
+        el = np.zeros((len(sc.elements), N_EL_PROGRESS), np.float32)
+        gap = np.zeros((len(sc.elements), 2), np.int64)
+        for label in set(x.acted):
+            el[sc.by_label.get(label, []), 0] = 1.0
+        ahead: dict[int, int] = {}  # the next run of each element named past the cursor
+        for i, starts in sc.runs:
             j = bisect_left(starts, cursor)
             if j < len(starts):
                 ahead[i] = starts[j]
                 gap[i] = cursor, starts[j]
                 el[i, 1] = 1.0
                 el[i, 3] = (starts[j] - cursor) / max(1, n_goal)
-            elif starts:
+            else:
                 el[i, 4] = 1.0
-        if n_cur and el[:n_cur, 1].any():
-            el[:n_cur, 2] = ahead == ahead.min()
+        if ahead:
+            first = min(ahead.values())
+            el[[i for i, a in ahead.items() if a == first], 2] = 1.0
         return goal, el, cursor, gap
 
     def history_item(self, text: str) -> tuple[int, np.ndarray]:
@@ -585,7 +604,7 @@ class Featurizer:
         typed_words = [w for t, w in items if t == _TYPED]
         typed = np.unique(np.concatenate(typed_words)) if typed_words else _EMPTY
         done = np.bincount([t for t, _ in items], minlength=N_DONE).astype(np.float32) / DONE_SCALE
-        goal_progress, el_progress, cursor, el_gap = self.progress(g, x, els, n_cur, items)
+        goal_progress, el_progress, cursor, el_gap = self.progress(g, x, screen, items)
         done[-1] = cursor / max(1, len(g.ids))
         return SampleFeat(
             goal=g, elements=els, screen=screen, hist_types=[t for t, _ in hist],
@@ -1384,7 +1403,10 @@ class SmallPolicy(Policy):
         total = total + part(hd.status, tg.status, [k == A.STATUS for k in kinds])
         total = total + part(hd.app, tg.app, [k == A.OPEN_APP for k in kinds])
         n_apps = hd.app.shape[1] - 1
-        text = self._text_lp(hd, tg.texts, floor)
+        is_typed = [k == A.INPUT_TEXT for k in kinds]
+        formatted = ([[c[k - 1] if c else None for c in tg.formatted] for k in range(1, len(TEXT_FORMATS))]
+                     if any(is_typed) else [])
+        text, *text_formatted = self._text_lp(hd, [tg.texts, *formatted], floor)
         none = floor.new_full((bsz,), NEG)
 
         def either(*paths: torch.Tensor) -> torch.Tensor:
@@ -1397,15 +1419,13 @@ class SmallPolicy(Policy):
 
         app_copied = [k == A.OPEN_APP and tg.app[i] == n_apps for i, k in enumerate(kinds)]
         total = total + torch.where(lb(app_copied), text, zero)
-        is_typed = lb([k == A.INPUT_TEXT for k in kinds])
-        if bool(is_typed.any()):
+        if any(is_typed):
             fmt = hd.fmt if hd.fmt is not None else torch.zeros(bsz, len(TEXT_FORMATS), device=dev)
             paths = [path([bool(c) for c in tg.texts], fmt[:, 0] + text)]
-            for k in range(1, len(TEXT_FORMATS)):
-                cands = [c[k - 1] if c else None for c in tg.formatted]
-                paths.append(path([bool(c) for c in cands], fmt[:, k] + self._text_lp(hd, cands, floor)))
+            for k, (cands, lp) in enumerate(zip(formatted, text_formatted, strict=True), 1):
+                paths.append(path([bool(c) for c in cands], fmt[:, k] + lp))
             typed = either(*paths)
-            total = total + torch.where(is_typed, typed, zero)
+            total = total + torch.where(lb(is_typed), typed, zero)
         is_answer = lb([k == A.ANSWER for k in kinds])
         if bool(is_answer.any()):
             ans = either(path([bool(c) for c in tg.texts], hd.op[:, 0] + text),
@@ -1422,16 +1442,24 @@ class SmallPolicy(Policy):
         summed over every selection of that size (a dynamic programme over the elements)."""
         z = hd.count
         bsz, e_len = z.shape
+        if all(c is None for c in tg.count):
+            return torch.full((bsz,), NEG, device=z.device)
         real = z > NEG / 2
-        p_in = torch.where(real, F.logsigmoid(z), torch.full_like(z, NEG))
-        p_out = torch.where(real, F.logsigmoid(-z), torch.zeros_like(z))
-        dp = torch.full((bsz, e_len + 1), NEG, device=z.device)
-        dp[:, 0] = 0.0
-        for e in range(e_len):  # dp[k] = log P(k of the first e+1 elements are counted)
-            shifted = torch.cat([torch.full_like(dp[:, :1], NEG), dp[:, :-1]], 1)
-            dp = torch.logaddexp(dp + p_out[:, e : e + 1], shifted + p_in[:, e : e + 1])
+        # log P(k counted) of each element alone (k = 0, 1); padding counts 0 for sure
+        d = torch.stack([torch.where(real, F.logsigmoid(-z), torch.zeros_like(z)),
+                         torch.where(real, F.logsigmoid(z), torch.full_like(z, NEG))], -1)  # [B, E, 2]
+        while d.shape[1] > 1:  # convolve neighbours pairwise: log2(E) rounds of whole-tensor operations
+            m = d.shape[2]
+            if d.shape[1] % 2:  # an odd one out pairs with "none counted"
+                d = torch.cat([d, F.pad(d.new_zeros(bsz, 1, 1), (0, m - 1), value=NEG)], 1)
+            pair = d[:, 0::2, :, None] + d[:, 1::2, None, :]  # [B, P, m, m]: counts i + j
+            # row i shifted right by i (pad each row to 2m, flatten, cut, reshape to [m, 2m - 1]): column k
+            # then holds every i + j = k
+            diag = F.pad(pair, (0, m), value=NEG).flatten(-2)[..., : m * (2 * m - 1)]
+            d = torch.logsumexp(diag.view(*pair.shape[:2], m, 2 * m - 1), 2)
+        dist = d[:, 0]  # [B, >= E + 1]
         k = torch.tensor([min(c, e_len) if c is not None else 0 for c in tg.count], device=z.device)
-        return dp[torch.arange(bsz, device=z.device), k]
+        return dist[torch.arange(bsz, device=z.device), k]
 
     @staticmethod
     def _measure_lp(hd: Heads, tg: Targets) -> torch.Tensor:
@@ -1463,14 +1491,17 @@ class SmallPolicy(Policy):
         return torch.log(tot.clamp_min(1e-30)) + m
 
     @staticmethod
-    def _text_lp(hd: Heads, cands: list[list[tuple[int, int, int]] | None],
-                 floor: torch.Tensor) -> torch.Tensor:
-        """log sum over the (source, start, end) candidates of each sample; floor where there are none."""
-        rows = [(b, c) for b, cs in enumerate(cands) for c in (cs or ())]
+    def _text_lp(hd: Heads, groups: list[list[list[tuple[int, int, int]] | None]],
+                 floor: torch.Tensor) -> list[torch.Tensor]:
+        """Per group of candidates (one list per sample), the log sum over each sample's (source, start, end)
+        candidates [B]; floor where there are none. All groups are scored in one pass."""
+        bsz = len(floor)
+        rows = [(gi * bsz + b, b, *c) for gi, cands in enumerate(groups) for b, cs in enumerate(cands)
+                for c in (cs or ())]
         if not rows or hd.text is None:
-            return floor
+            return [floor] * len(groups)
         th, dev = hd.text, floor.device
-        r, src, st, en = (torch.tensor(v, device=dev) for v in zip(*[(b, *c) for b, c in rows], strict=True))
+        seg, r, src, st, en = torch.tensor(rows, device=dev).unbind(1)
         vals = th.source[r, src]
         g = src == 0
         if bool(g.any()):
@@ -1482,11 +1513,12 @@ class SmallPolicy(Policy):
             lr, le, ls = r[lab], src[lab] - 1, st[lab]
             end_lp = th.label_end_lp(lr, le, ls)[torch.arange(len(lr), device=dev), en[lab]]
             vals = vals.masked_scatter(lab, vals[lab] + th.label_start_at(lr, le, ls) + end_lp)
-        m = torch.full_like(floor, NEG).scatter_reduce(0, r, vals.detach(), "amax")
-        tot = torch.zeros_like(floor).index_add(0, r, torch.exp(vals - m[r]))
+        n_seg = len(groups) * bsz
+        m = floor.new_full((n_seg,), NEG).scatter_reduce(0, seg, vals.detach(), "amax")
+        tot = floor.new_zeros(n_seg).index_add(0, seg, torch.exp(vals - m[seg]))
         lse = torch.log(tot.clamp_min(1e-30)) + m
-        has = torch.zeros_like(floor, dtype=torch.bool).index_fill(0, r, True)
-        return torch.where(has, lse, floor)
+        has = torch.zeros(n_seg, dtype=torch.bool, device=dev).index_fill(0, seg, True)
+        return list(torch.where(has, lse, floor.repeat(len(groups))).view(len(groups), bsz).unbind(0))
 
     @staticmethod
     def _select_lp(hd: Heads, tg: Targets) -> torch.Tensor:
@@ -1642,14 +1674,14 @@ class SmallPolicy(Policy):
                         strict=True)]
             p_sel = torch.sigmoid(hd.select)
             chosen = p_sel > 0.5 if greedy else torch.bernoulli(p_sel, generator=self.generator).bool()
-            sel = [torch.nonzero(row).flatten().tolist() for row in chosen & (hd.select > NEG / 2)]
+            sel = _rows_of(chosen & (hd.select > NEG / 2))
             p_cnt = torch.sigmoid(hd.count)
             cnt = p_cnt > 0.5 if greedy else torch.bernoulli(p_cnt, generator=self.generator).bool()
             counted = (cnt & (hd.count > NEG / 2)).sum(1).tolist()
             qty, fmt = self._pick(hd.quantity, greedy).tolist(), self._pick(hd.fmt, greedy).tolist()
             p_add = torch.sigmoid(hd.sum)
             add = p_add > 0.5 if greedy else torch.bernoulli(p_add, generator=self.generator).bool()
-            added = [torch.nonzero(row).flatten().tolist() for row in add & (hd.sum > NEG / 2)]
+            added = _rows_of(add & (hd.sum > NEG / 2))
         else:
             counted, qty, fmt = [0] * bsz, [0] * bsz, [0] * bsz
             added = [[] for _ in range(bsz)]
@@ -1928,6 +1960,14 @@ class SmallPolicy(Policy):
 def type_mask_from_heads(hd: Heads) -> torch.Tensor:
     """Types that were allowed when `hd` was computed (masked types sit at about NEG)."""
     return hd.type > NEG / 2
+
+
+def _rows_of(mask: torch.Tensor) -> list[list[int]]:
+    """The True columns of each row of `mask` [B, E], ascending (one nonzero call for the whole batch)."""
+    out: list[list[int]] = [[] for _ in range(mask.shape[0])]
+    for r, c in torch.nonzero(mask).tolist():
+        out[r].append(c)
+    return out
 
 
 def _element_at(elements: list[ElementFeat], x: int, y: int) -> int | None:

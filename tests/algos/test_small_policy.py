@@ -403,20 +403,25 @@ def test_counts_durations_and_padded_numbers_round_trip():
     assert (pol.log_probs([x] * 4, [render_response(a) for a in acts]) > FLOOR_LOGPROB).all()
 
 
-def test_count_log_prob_is_the_poisson_binomial_over_every_selection():
-    """White-box: P(count = k) sums the Bernoulli probabilities of every selection of k elements."""
+@pytest.mark.parametrize("n", [3, 7])
+def test_count_log_prob_is_the_poisson_binomial_over_every_selection(n):
+    """White-box: P(count = k) sums the Bernoulli probabilities of every selection of k elements, for every k
+    (7 elements: three rounds of pairwise convolution, one with an odd element out)."""
     import itertools
 
-    els = [UIElement(text=t) for t in ("a", "b", "c")]
+    els = [UIElement(text=t) for t in "abcdefg"[:n]]
     x = PolicyInput(goal="How many?", elements=els)
     pol = SmallPolicy(app_names(), seed=3)
-    feats = pol.featurize([x])
-    tg = pol._targets(feats, [render_response(Action("answer", text="2"))])
+    feats = pol.featurize([x] * (n + 1))
+    tg = pol._targets(feats, [render_response(Action("answer", text=str(k))) for k in range(n + 1)])
     hd = pol._target_heads(feats, tg)
     p = torch.sigmoid(hd.count[0]).detach()
-    brute = sum(math.prod(float(p[i]) if i in sel else 1 - float(p[i]) for i in range(3))
-                for sel in itertools.combinations(range(3), 2))
-    assert float(pol._count_lp(hd, tg)[0].exp()) == pytest.approx(brute, rel=1e-5)
+    assert 0.05 < float(p.min()) and float(p.max()) < 0.95  # no near-certain element hides a mistake
+    got = pol._count_lp(hd, tg).exp()
+    for k in range(n + 1):
+        brute = sum(math.prod(float(p[i]) if i in sel else 1 - float(p[i]) for i in range(n))
+                    for sel in itertools.combinations(range(n), k))
+        assert float(got[k]) == pytest.approx(brute, rel=1e-5)
 
 
 def test_sum_answers_round_trip_and_score_every_selection_that_adds_up():

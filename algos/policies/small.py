@@ -1040,6 +1040,13 @@ def _row_picker(idx: torch.Tensor, n: int) -> Callable[[torch.Tensor], torch.Ten
     return lambda x: (one_hot @ x.flatten(1)).view(len(idx), *x.shape[1:])
 
 
+def _linears(x: torch.Tensor, layers: Sequence[nn.Linear]) -> tuple[torch.Tensor, ...]:
+    """Several linear layers of the same input as one matrix product (their weights stacked): their outputs,
+    in order. A head's small layers each cost more in call overhead than in arithmetic."""
+    out = F.linear(x, torch.cat([lin.weight for lin in layers]), torch.cat([lin.bias for lin in layers]))
+    return out.split([lin.out_features for lin in layers], -1)
+
+
 def _bilinear(q: torch.Tensor, lin: nn.Linear, h: torch.Tensor) -> torch.Tensor:
     """Pointer scores `q . lin(h)` [B, K, N] of queries `q` [B, K, d] over states `h` [B, N, d], computed as
     `(q W) . h + q . bias`: the keys `lin(h)` [B, N, d] (and, training, their gradient) are never made, which
@@ -1279,7 +1286,9 @@ class SmallPolicy(Policy):
         h_cls, h_goal, h_el = hidden
         bsz = h_cls.shape[0]
         # element pointer with a "no element" slot 0, allowed for every type that does not need an element
-        q = m.el_q(h_cls) + m.el_type(types)
+        el_q, dir_logits, status_logits, op_logits, value_hidden = _linears(
+            h_cls, (m.el_q, m.dir_head, m.status_head, m.op_head, m.value_head[0]))
+        q = el_q + m.el_type(types)
         el_logits = torch.cat([q @ m.no_element[:, None], _bilinear(q[:, None], m.el_k, h_el)[:, 0]], 1)
         el_logits = el_logits * scale / tau
         needs = torch.zeros(bsz, dtype=torch.bool, device=types.device)
@@ -1293,11 +1302,11 @@ class SmallPolicy(Policy):
         return Heads(
             type=lp_type,
             element=_masked_log_softmax(el_logits, el_mask),
-            direction=torch.log_softmax(m.dir_head(h_cls) / tau, -1),
-            status=torch.log_softmax(m.status_head(h_cls) / tau, -1),
+            direction=torch.log_softmax(dir_logits / tau, -1),
+            status=torch.log_softmax(status_logits / tau, -1),
             app=_masked_log_softmax(m.app_logits(h_cls, b.app_match, b.app_words) / tau, app_mask),
-            op=_masked_log_softmax(m.op_head(h_cls) / tau, op_mask),
-            value=m.value_head(h_cls).squeeze(-1),
+            op=_masked_log_softmax(op_logits / tau, op_mask),
+            value=m.value_head[2](m.value_head[1](value_hidden)).squeeze(-1),
         )
 
     def _conditioned(self, b: Batch, hidden: tuple[torch.Tensor, torch.Tensor, torch.Tensor], hd: Heads,
@@ -1310,23 +1319,26 @@ class SmallPolicy(Policy):
         bsz = h_cls.shape[0]
         slot_states = torch.cat([torch.zeros_like(h_el[:, :1]), h_el], 1)  # slot 0 = no element
         h_sel = slot_states[torch.arange(bsz, device=slots.device), slots]
-        hd.tap = torch.log_softmax(m.tap_head(h_cls + m.tap_from_element(h_sel)) / tau, -1)
         if not text:
+            hd.tap = torch.log_softmax(m.tap_head(h_cls + m.tap_from_element(h_sel)) / tau, -1)
             return
+        tap_sel, span_sel = _linears(h_sel, (m.tap_from_element, m.span_from_element))
+        hd.tap = torch.log_softmax(m.tap_head(h_cls + tap_sel) / tau, -1)
         use = torch.zeros_like(types)
         for t, u in TEXT_USE.items():
             use = torch.where(types == TYPE_INDEX[t], u, use)
-        ctx = h_cls + m.span_from_element(h_sel) + m.text_use(use)
+        ctx = h_cls + span_sel + m.text_use(use)
+        (src_q, sel_q, cnt_q, qty_q, sum_q, lstart_q, lend_q, start_q, end_q, order, end_breaks,
+         fmt_logits) = _linears(ctx, (m.src_q, m.sel_q, m.cnt_q, m.qty_q, m.sum_q, m.lstart_q, m.lend_q,
+                                      m.start_q, m.end_q, m.copy_order, m.end_breaks, m.fmt_head))
         goal_only = use == TEXT_USE[A.OPEN_APP]
         # one batched product scores every element-keyed head at once (see `_bilinear`): the copy source, the
         # answer list, the counted elements, the quantity read, the summands, and the two label-span queries'
         # element part (label tokens key on their element's state through `label_from_element`)
-        lq = [q_lin(ctx) for q_lin in (m.lstart_q, m.lend_q)]
+        lq = [lstart_q, lend_q]
         lu = [q @ k_lin.weight for q, k_lin in zip(lq, (m.lstart_k, m.lend_k), strict=True)]  # W^T q: [B, d]
-        heads = [(q_lin(ctx), k_lin) for q_lin, k_lin in ((m.src_q, m.src_k), (m.sel_q, m.sel_k),
-                                                           (m.cnt_q, m.cnt_k), (m.qty_q, m.qty_k),
-                                                           (m.sum_q, m.sum_k))] + [(u, m.label_from_element)
-                                                                                  for u in lu]
+        heads = [(src_q, m.src_k), (sel_q, m.sel_k), (cnt_q, m.cnt_k), (qty_q, m.qty_k), (sum_q, m.sum_k),
+                 *((u, m.label_from_element) for u in lu)]
         per_el = _bilinear_many(heads, h_el) * (scale / tau)  # [B, 7, E]
         src_el, sel, cnt, qty, add, lst_el, len_el = per_el.unbind(1)
         # source: the goal, or an element with a label (app names come from the goal only)
@@ -1334,9 +1346,9 @@ class SmallPolicy(Policy):
         src_mask = torch.cat([(b.n_goal > 0)[:, None], (b.lab_len > 0) & ~goal_only[:, None]], 1)
         src_mask[:, 0] |= ~src_mask.any(1)  # rows finite where nothing can be copied (types masked there)
         # spans in the goal: contextual token states, the end conditioned on the start
-        order = m.copy_order(ctx)  # [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
+        # order [B, N_GOAL_PROGRESS + 1]: weights on the progress flags, on position
         h_goal = h_goal + m.goal_progress(b.goal_progress)  # goal tokens done, or past the cursor, key apart
-        st_logits = _bilinear(m.start_q(ctx)[:, None], m.start_k, h_goal)[:, 0] * scale / tau
+        st_logits = _bilinear(start_q[:, None], m.start_k, h_goal)[:, 0] * scale / tau
         rel = torch.arange(b.goal_mask.shape[1], device=ctx.device)[None] / b.n_goal.clamp(min=1)[:, None]
         st_logits = st_logits + (torch.einsum("btf,bf->bt", b.goal_progress, order[:, :-1])
                                  + order[:, -1:] * rel) / tau
@@ -1366,15 +1378,15 @@ class SmallPolicy(Policy):
         lp_lst = _segment_log_softmax(st_lab, at_el, bsz * e_len)
         en = label_logits(lq[1], lu[1], m.lend_k, len_el)
         hd.text = TextHead(_masked_log_softmax(src_logits, src_mask), _masked_log_softmax(st_logits, gm),
-                           m.end_q(ctx), m.end_k, h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
-                           b.lab_off, scale / tau, m.end_breaks(ctx) / tau, b.goal_breaks, b.lab_breaks)
+                           end_q, m.end_k, h_goal, gm, m.end_from_start, lp_lst, en, b.lab_len,
+                           b.lab_off, scale / tau, end_breaks / tau, b.goal_breaks, b.lab_breaks)
         hd.select = sel.masked_fill(~b.has_label, NEG)  # lists: labelled, on the screen or read earlier
         hd.count = cnt.masked_fill(~b.cur_mask, NEG)
         qty_mask = b.has_quantity.clone()
         qty_mask[:, 0] |= ~qty_mask.any(1)
         hd.quantity = _masked_log_softmax(qty, qty_mask)
         hd.sum = add.masked_fill(~b.summand, NEG)  # non-zero quantities read (screen and earlier)
-        hd.fmt = torch.log_softmax(m.fmt_head(ctx) / tau, -1)
+        hd.fmt = torch.log_softmax(fmt_logits / tau, -1)
 
     def _score(self, hd: Heads, tg: Targets) -> torch.Tensor:
         """Sum of component log-probs per sample [B]; unrepresentable components add FLOOR_LOGPROB. Text

@@ -10,13 +10,29 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from algos.prompt import PolicyInput
 from voyager_gym.actions import Action
 
 LR_SCHEDULES = ("constant", "linear")  # fit_sft: a fixed learning rate, or linear decay to 0 over the call
+
+
+def drop_unused_grads(params: Iterable[torch.nn.Parameter]) -> None:
+    """Before an optimizer step: forget the gradient of every parameter whose gradient is exactly zero. Such a
+    parameter did not touch this minibatch's loss (a head no response in it used, e.g. the count head in a
+    batch without count answers), and Adam would otherwise move it on its stale momentum; left at None, it
+    stays where it is, whether or not the network computed that head (one fused product serves several)."""
+    ps = [p for p in params if p.grad is not None]
+    if ps:
+        zero = (torch.stack(torch._foreach_norm([p.grad for p in ps])) == 0).tolist()
+        for p, z in zip(ps, zero, strict=True):
+            if z:
+                p.grad = None
 
 
 def check_lr_schedule(name: str | None) -> str | None:

@@ -79,7 +79,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule
+from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule, drop_unused_grads
 from algos.prompt import PolicyInput, render_response
 from algos.timing import PHASES
 from voyager_gym import actions as A
@@ -1911,6 +1911,7 @@ class SmallPolicy(Policy):
                 if loss.requires_grad:  # False only when every response in the minibatch was floored
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
+                    drop_unused_grads(self.model.parameters())
                     nn.utils.clip_grad_norm_(self.model.parameters(), 1.0, foreach=True)
                     opt.step()
                 if sched is not None:

@@ -951,3 +951,25 @@ def test_checkpoints_saved_before_the_episode_progress_weights_still_load(tmp_pa
     save_file({**state, "extra.weight": torch.zeros(2)}, weights)
     with pytest.raises(ValueError, match="weights this SmallPolicy does not have: extra.weight"):
         SmallPolicy.load(tmp_path / "old")
+
+
+def test_an_update_leaves_the_heads_its_responses_do_not_use_where_they_are():
+    """Heads share fused products, so a head no response of the minibatch uses still gets a gradient, of
+    exactly zero; the update must not move it on the momentum of an earlier minibatch (as if it were out of
+    the graph). A count answer first (the answer heads move), then typed text only: the list, count,
+    quantity and sum heads stay where they are, the copy source moves."""
+    from algos.pg import adam, optimizer_step
+
+    pol = SmallPolicy(app_names(), seed=0)
+    els = [UIElement(text=t) for t in ("a.txt", "b.txt", "c.txt")]
+    els.append(UIElement(class_name="android.widget.EditText", is_editable=True, hint_text="Name"))
+    x = PolicyInput(goal="How many files? Then name it Plan B", elements=els)
+    opt = adam(pol, 1e-2)
+    optimizer_step(opt, -pol.log_probs([x], [render_response(Action("answer", text="2"))]).mean(), 1.0)
+    m = pol.model
+    heads = (m.cnt_q, m.cnt_k, m.sel_q, m.sel_k, m.qty_q, m.qty_k, m.sum_q, m.sum_k, m.src_q)
+    before = [lin.weight.detach().clone() for lin in heads]
+    typed = render_response(Action("input_text", index=3, text="Plan B", clear_text=True))
+    optimizer_step(opt, -pol.log_probs([x], [typed]).mean(), 1.0)
+    moved = [not torch.equal(b, lin.weight) for b, lin in zip(before, heads, strict=True)]
+    assert moved == [False] * 8 + [True]

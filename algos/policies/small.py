@@ -786,13 +786,16 @@ class Block(nn.Module):
         self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
 
-    def memory(self, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values [N, heads, T, d / heads] of memory states `m` [N, T, d] (positions every query of
-        `forward` reads besides the sequence itself), with this layer's own projections."""
-        n, t, d = m.shape
-        w, bias = self.qkv.weight[d:], self.qkv.bias[d:]
-        kv = F.linear(self.ln1(m), w, bias).view(n, t, 2, self.heads, d // self.heads)
-        k, v = kv.permute(2, 0, 3, 1, 4)
+    def memory(self, m: torch.Tensor) -> torch.Tensor:
+        """Keys and values [N, T, 2d] of memory states `m` [N, T, d] (positions every query of `forward` reads
+        besides the sequence itself), with this layer's own projections; `heads_of` splits them."""
+        d = m.shape[-1]
+        return F.linear(self.ln1(m), self.qkv.weight[d:], self.qkv.bias[d:])
+
+    def heads_of(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values [N, heads, T, d / heads] from `memory`'s [N, T, 2d] (views, no copy)."""
+        n, t, d2 = kv.shape
+        k, v = kv.view(n, t, 2, self.heads, d2 // (2 * self.heads)).permute(2, 0, 3, 1, 4)
         return k, v
 
     def forward(self, x: torch.Tensor, attend: torch.Tensor,
@@ -833,7 +836,7 @@ class PointerNet(nn.Module):
         self.hist_type = nn.Embedding(len(ACTION_TYPES) + 2, d)
         self.step = nn.Linear(1, d)
         self.goal_blocks = nn.ModuleList(Block(d, heads, FF_MULT * d) for _ in range(goal_layers))
-        self._goal_cache: dict[str, tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = {}
+        self._goal_cache: dict[str, torch.Tensor] = {}  # goal text -> its memory [T, d + layers * 2d]
         self._cache_version: tuple[int, int] = (-1, -1)
         self._params: list[nn.Parameter] | None = None
         self.goal_norm = nn.LayerNorm(d)
@@ -938,7 +941,7 @@ class PointerNet(nn.Module):
                             torch.cat([b.offsets, self.app_offsets + n_w, lab_offsets]))
         goal, hist, el, goal_mean, b.app_words, b.lab_words = pooled.split(
             [n_goals * t_len, bsz * h_len, bsz * e_len, bsz, n_app, n_lab])
-        mem, kvs = self.goal_memory(b, goal.view(n_goals, t_len, -1))
+        mem = self.goal_memory(b, goal.view(n_goals, t_len, -1))  # [U, T, d + layers * 2d]
         # CLS starts as the goal's mean word vector
         cls = (seg[0] + self.step(b.step) + goal_mean + self.done_counts(b.done))[:, None]
         hist = (hist.view(bsz, h_len, -1) + self.hist_type(b.hist_types) + self.hist_pos.weight[:h_len]
@@ -952,8 +955,9 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
-        rows = _row_picker(b.goal_of, n_goals)
-        h_goal = rows(mem)  # [B, T, d]
+        mem = _row_picker(b.goal_of, n_goals)(mem)  # each sample's goal: [B, T, d + layers * 2d]
+        d = self.d
+        h_goal = mem[..., :d]
         if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
             cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
             ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, cs.shape[-1]))
@@ -970,8 +974,8 @@ class PointerNet(nn.Module):
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
-        for blk, (k, v) in zip(self.blocks, kvs, strict=True):
-            x = blk(x, attend, (rows(k), rows(v)))
+        for i, blk in enumerate(self.blocks):
+            x = blk(x, attend, blk.heads_of(mem[..., d + 2 * d * i : d + 2 * d * (i + 1)]))
         hs = self.norm(x)
         h_el = hs[:, 1 + h_len :]
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements
@@ -979,12 +983,12 @@ class PointerNet(nn.Module):
                                self.seen_norm(seen + self.seen_ff(seen)))
         return hs[:, 0], h_goal, h_el
 
-    def goal_memory(self, b: Batch, words: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor,
-                                                                                         torch.Tensor]]]:
-        """States [U, T, d] of the batch's distinct goals and, per main layer, their keys and values
-        [U, heads, T, d / heads], from their pooled token vectors `words` [U, T, d]. With gradients all goals
-        are encoded together; without, each goal missing from the cache is encoded alone at its own length
-        (so what is cached never depends on which batch first asked for it)."""
+    def goal_memory(self, b: Batch, words: torch.Tensor) -> torch.Tensor:
+        """Memory [U, T, d + layers * 2d] of the batch's distinct goals from their pooled token vectors
+        `words` [U, T, d]: each token's state, then per main layer the keys and values it offers
+        (`Block.memory`). With gradients all goals are encoded together; without, each goal missing from the
+        cache is encoded alone at its own length (so what is cached never depends on which batch first asked
+        for it)."""
         n_goals, t_len, d = words.shape
         x = words + self.tok_shape(b.goal_shape_u) + self.tok_column(b.goal_columns_u)
         if torch.is_grad_enabled():
@@ -1000,24 +1004,14 @@ class PointerNet(nn.Module):
         for u, text in enumerate(b.goal_texts):
             if text not in self._goal_cache:
                 n = lens[u]
-                h, kvs = self._encode_goals(x[u : u + 1, :n], b.goal_mask_u[u : u + 1, :n])
-                self._goal_cache[text] = (h[0], [(k[0], v[0]) for k, v in kvs])
-        mem = x.new_zeros(n_goals, t_len, d)  # cached rows, padded back to the batch's goal length
-        kvs_out = [(x.new_zeros(n_goals, blk.heads, t_len, d // blk.heads),
-                    x.new_zeros(n_goals, blk.heads, t_len, d // blk.heads)) for blk in self.blocks]
-        for u, text in enumerate(b.goal_texts):
-            h, kvs = self._goal_cache[text]
-            n = h.shape[0]
-            mem[u, :n] = h
-            for (k_out, v_out), (k, v) in zip(kvs_out, kvs, strict=True):
-                k_out[u, :, :n], v_out[u, :, :n] = k, v
-        return mem, kvs_out
+                self._goal_cache[text] = self._encode_goals(x[u : u + 1, :n], b.goal_mask_u[u : u + 1, :n])[0]
+        mem = nn.utils.rnn.pad_sequence([self._goal_cache[text] for text in b.goal_texts], batch_first=True)
+        return F.pad(mem, (0, 0, 0, t_len - mem.shape[1]))  # cached rows, padded to the batch's goal length
 
-    def _encode_goals(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[tuple[
-            torch.Tensor, torch.Tensor]]]:
-        """Goal states from token vectors `x` [N, T, d] (words + shapes): plus their local context (padding
-        reads as zeros, so a goal encoded alone or padded in a batch gets the same states), position, segment,
-        then the goal blocks."""
+    def _encode_goals(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Goal memory (see `goal_memory`) from token vectors `x` [N, T, d] (words + shapes): plus their local
+        context (padding reads as zeros, so a goal encoded alone or padded in a batch gets the same states),
+        position, segment, then the goal blocks."""
         t_len = x.shape[1]
         if t_len:
             x = x * mask[..., None]
@@ -1027,7 +1021,7 @@ class PointerNet(nn.Module):
             for blk in self.goal_blocks:
                 x = blk(x, attend)
         h = self.goal_norm(x)
-        return h, [blk.memory(h) for blk in self.blocks]
+        return torch.cat([h, *(blk.memory(h) for blk in self.blocks)], -1)
 
 
 def _row_picker(idx: torch.Tensor, n: int) -> Callable[[torch.Tensor], torch.Tensor]:

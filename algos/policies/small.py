@@ -46,15 +46,21 @@ beyond the kept elements, an action type the screen rules out such as a click wi
 unparseable response as a whole) add the constant `FLOOR_LOGPROB` with no gradient. Sampling and scoring
 both use `temperature` (logits / temperature), so PPO/GRPO ratios stay consistent.
 
-Speed (2 cores, benchmarks/policy_speed.py): features are cached per goal / element / history string (and
-goal-element overlaps per goal and element), the goal is read as memory rather than as part of the sequence
-(queries are only CLS, history and elements: ~2.2x faster encoding at rollout batch sizes), a batch
-runs in length-sorted groups padded to their own longest sample, the feed-forward width is d_model, and label
-spans are scored over the flat list of label tokens (never a [B, E, S] tensor, let alone [B, E, S, d]: a
-note body has thousands), start log-probs normalised per label by segment ops, ends only for the starts
-that are asked about. Training (fit_sft, ~1,090 samples/s at batch 64): one EmbeddingBag call per forward
-pass for every word (so one dense embedding gradient), and gathers with gradients are index_selects, whose
-backward is an index_add rather than a serial accumulating index_put.
+Speed (2 cores, benchmarks/policy_speed.py): features are cached per goal / element / history string, and
+per goal and screen every per-element array (a group's rollouts revisit the same screens), so collating has no
+per-element loop; the goal is read as memory rather than as part of the sequence (queries are only CLS,
+history and elements: ~2.2x faster encoding at rollout batch sizes); a batch runs in length-sorted groups
+padded to their own longest sample; the feed-forward width is d_model; attention is
+`scaled_dot_product_attention`. Pointer heads score `q . W(h)` as `(q W) . h + q . b`, so no key projection of
+every element or goal token is ever made (nor its gradient), and every element-keyed head runs in one batched
+product; a head's small layers on one input run as one product. Label spans are scored over the flat list of
+label tokens (never a [B, E, S] tensor, let alone [B, E, S, d]: a note body has thousands), start log-probs
+normalised per label by segment ops, ends only for the starts that are asked about. Training: one
+EmbeddingBag call per forward pass for every word (so one dense embedding gradient); gathers with gradients
+are index_selects (an index_add backward rather than a serial accumulating index_put), or, for the goal
+memory, a product with a one-hot matrix (a matrix-product backward). Because heads share products, a head no
+response of a minibatch uses gets a gradient of exactly zero; updates leave such parameters where they are
+(`drop_unused_grads`) rather than moving them on Adam's stale momentum.
 """
 
 from __future__ import annotations

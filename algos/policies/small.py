@@ -75,7 +75,7 @@ import time
 import zlib
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -961,7 +961,7 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
-        mem = _row_picker(b.goal_of, n_goals)(mem)  # each sample's goal: [B, T, d + layers * 2d]
+        mem = _pick_rows(mem, b.goal_of)  # each sample's goal: [B, T, d + layers * 2d]
         d = self.d
         h_goal = mem[..., :d]
         if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
@@ -1030,14 +1030,14 @@ class PointerNet(nn.Module):
         return torch.cat([h, *(blk.memory(h) for blk in self.blocks)], -1)
 
 
-def _row_picker(idx: torch.Tensor, n: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """x -> x[idx] for tensors x [n, ...]. With gradients it is a product with the one-hot matrix
-    [len(idx), n] (exact: each output is one input times 1), whose backward is a matrix product too,
-    several times faster on CPU than index_select's (a scatter-add over every element of the output)."""
+def _pick_rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """x[idx] for x [n, ...]. With gradients it is a product with the one-hot matrix [len(idx), n] (exact:
+    each output is one input times 1), whose backward is a matrix product too, several times faster on CPU
+    than index_select's (a scatter-add over every element of the output)."""
     if not torch.is_grad_enabled():
-        return lambda x: x.index_select(0, idx)
-    one_hot = F.one_hot(idx, n).to(torch.float32)
-    return lambda x: (one_hot @ x.flatten(1)).view(len(idx), *x.shape[1:])
+        return x.index_select(0, idx)
+    one_hot = F.one_hot(idx, len(x)).to(x.dtype)
+    return (one_hot @ x.flatten(1)).view(len(idx), *x.shape[1:])
 
 
 def _linears(x: torch.Tensor, layers: Sequence[nn.Linear]) -> tuple[torch.Tensor, ...]:

@@ -812,7 +812,11 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(bsz, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if memory is not None:
             k, v = torch.cat([memory[0], k], 2), torch.cat([memory[1], v], 2)
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=attend)
+        if torch.is_grad_enabled():
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=attend)
+        else:  # acting: plain products are faster than SDPA's CPU kernel at these sizes (2 threads)
+            s = torch.matmul(q, k.transpose(-1, -2))
+            a = torch.matmul(torch.softmax(s.mul_(q.shape[-1] ** -0.5).add_(attend), -1), v)
         x = x + self.out(a.transpose(1, 2).reshape(bsz, n, d))
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
@@ -963,7 +967,7 @@ class PointerNet(nn.Module):
               + self.el_progress(b.el_progress))
         mem = _pick_rows(mem, b.goal_of)  # each sample's goal: [B, T, d + layers * 2d]
         d = self.d
-        h_goal = mem[..., :d]
+        h_goal, *layer_kv = mem.split([d] + [2 * d] * len(self.blocks), -1)  # one gradient copy, not one each
         if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
             cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
             ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, cs.shape[-1]))
@@ -981,7 +985,7 @@ class PointerNet(nn.Module):
                           b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
         for i, blk in enumerate(self.blocks):
-            x = blk(x, attend, blk.heads_of(mem[..., d + 2 * d * i : d + 2 * d * (i + 1)]))
+            x = blk(x, attend, blk.heads_of(layer_kv[i]))
         hs = self.norm(x)
         h_el = hs[:, 1 + h_len :]
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements

@@ -291,11 +291,12 @@ class Tokens:
 
     def spans_for(self, text: str) -> list[tuple[int, int]]:
         """Every token span (s, e) whose character range reproduces `text` exactly."""
-        if not text:
+        p = self.text.find(text) if text else -1
+        if p < 0:  # most labels a candidate search visits hold no match: no offset tables for them
             return []
         start_at = {c: i for i, c in enumerate(self.starts)}
         end_at = {c: i for i, c in enumerate(self.ends)}
-        out, p = [], self.text.find(text)
+        out = []
         while p >= 0:
             s, e = start_at.get(p), end_at.get(p + len(text))
             if s is not None and e is not None and e >= s:
@@ -1456,10 +1457,15 @@ class SmallPolicy(Policy):
     def _count_lp(hd: Heads, tg: Targets) -> torch.Tensor:
         """log P(the number of counted elements = the answer): Poisson-binomial over the elements' Bernoullis,
         summed over every selection of that size (a dynamic programme over the elements)."""
-        z = hd.count
-        bsz, e_len = z.shape
-        if all(c is None for c in tg.count):
-            return torch.full((bsz,), NEG, device=z.device)
+        bsz, e_len = hd.count.shape
+        rows = [b for b, c in enumerate(tg.count) if c is not None]
+        out = torch.full((bsz,), NEG, device=hd.count.device)
+        if not rows:
+            return out
+        # only the rows whose answer is a count (few in a batch): each row's programme is its own
+        at = torch.tensor(rows, device=out.device)
+        z = hd.count.index_select(0, at)
+        n = len(rows)
         real = z > NEG / 2
         # log P(k counted) of each element alone (k = 0, 1); padding counts 0 for sure
         d = torch.stack([torch.where(real, F.logsigmoid(-z), torch.zeros_like(z)),
@@ -1467,15 +1473,15 @@ class SmallPolicy(Policy):
         while d.shape[1] > 1:  # convolve neighbours pairwise: log2(E) rounds of whole-tensor operations
             m = d.shape[2]
             if d.shape[1] % 2:  # an odd one out pairs with "none counted"
-                d = torch.cat([d, F.pad(d.new_zeros(bsz, 1, 1), (0, m - 1), value=NEG)], 1)
+                d = torch.cat([d, F.pad(d.new_zeros(n, 1, 1), (0, m - 1), value=NEG)], 1)
             pair = d[:, 0::2, :, None] + d[:, 1::2, None, :]  # [B, P, m, m]: counts i + j
             # row i shifted right by i (pad each row to 2m, flatten, cut, reshape to [m, 2m - 1]): column k
             # then holds every i + j = k
             diag = F.pad(pair, (0, m), value=NEG).flatten(-2)[..., : m * (2 * m - 1)]
             d = torch.logsumexp(diag.view(*pair.shape[:2], m, 2 * m - 1), 2)
         dist = d[:, 0]  # [B, >= E + 1]
-        k = torch.tensor([min(c, e_len) if c is not None else 0 for c in tg.count], device=z.device)
-        return dist[torch.arange(bsz, device=z.device), k]
+        k = torch.tensor([min(tg.count[b], e_len) for b in rows], device=z.device)
+        return out.index_copy(0, at, dist[torch.arange(n, device=z.device), k])
 
     @staticmethod
     def _measure_lp(hd: Heads, tg: Targets) -> torch.Tensor:

@@ -813,12 +813,26 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(bsz, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if memory is not None:
             k, v = torch.cat([memory[0], k], 2), torch.cat([memory[1], v], 2)
-        if torch.is_grad_enabled():
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=attend)
-        else:  # acting: plain products are faster than SDPA's CPU kernel at these sizes (2 threads)
-            s = torch.matmul(q, k.transpose(-1, -2))
-            a = torch.matmul(torch.softmax(s.mul_(q.shape[-1] ** -0.5).add_(attend), -1), v)
+        # plain products rather than SDPA's CPU kernel: at these sizes (a few dozen queries of width 24, 2
+        # threads) they are ~1.3x faster forward and ~1.5x forward and backward
+        s = torch.matmul(q, k.transpose(-1, -2))
+        a = torch.matmul(torch.softmax(s.mul_(q.shape[-1] ** -0.5).add_(attend), -1), v)
         x = x + self.out(a.transpose(1, 2).reshape(bsz, n, d))
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
+
+    def packed(self, x: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int], attend: torch.Tensor,
+               memory: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """`forward` on the real positions only: `x` [N, d] holds them, `rows` [N] their places in the padded
+        [B, L] = `shape` sequence. Only attention sees the padded layout (padding's queries, keys and values
+        are zero, its keys masked by `attend`); every per-position layer runs on the N real rows."""
+        (bsz, n), d = shape, x.shape[-1]
+        h = self.qkv(self.ln1(x))
+        full = h.new_zeros(bsz * n, 3 * d).index_copy(0, rows, h)
+        q, k, v = full.view(bsz, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        k, v = torch.cat([memory[0], k], 2), torch.cat([memory[1], v], 2)
+        s = torch.matmul(q, k.transpose(-1, -2))
+        a = torch.matmul(torch.softmax(s.mul_(q.shape[-1] ** -0.5).add_(attend), -1), v)
+        x = x + self.out(a.transpose(1, 2).reshape(bsz * n, d).index_select(0, rows))
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
@@ -985,9 +999,13 @@ class PointerNet(nn.Module):
         keys = torch.cat([b.goal_mask, torch.ones(bsz, 1, dtype=torch.bool, device=x.device),
                           b.hist_types > 0, el_mask], 1)  # keys each query may read: goal memory first
         attend = torch.zeros(keys.shape, device=x.device).masked_fill(~keys, NEG)[:, None, None, :]
+        n = x.shape[1]
+        rows = keys[:, t_len:].flatten().nonzero()[:, 0]  # the real positions: CLS, actions taken, elements
+        x = x.flatten(0, 1).index_select(0, rows)
         for i, blk in enumerate(self.blocks):
-            x = blk(x, attend, blk.heads_of(layer_kv[i]))
-        hs = self.norm(x)
+            x = blk.packed(x, rows, (bsz, n), attend, blk.heads_of(layer_kv[i]))
+        x = self.norm(x)
+        hs = x.new_zeros(bsz * n, d).index_copy(0, rows, x).view(bsz, n, d)  # padding's states are zero
         h_el = hs[:, 1 + h_len :]
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements
             h_el = torch.where(b.cur_mask[..., None], F.pad(h_el, (0, 0, 0, e_len - h_el.shape[1])),

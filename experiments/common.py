@@ -20,7 +20,7 @@ from voyager_gym.env import app_names, task_names
 from voyager_gym.suites import TrainGenerator
 from voyager_gym.vector import make_vec
 
-BASE_VERSION = 14  # bump when the base-policy recipe or the policy changes, so caches are rebuilt
+BASE_VERSION = 15  # bump when the base-policy recipe or the policy changes, so caches are rebuilt
 
 
 def resolve_tasks(spec: list[str], backend: str = "simdroid") -> list[str]:

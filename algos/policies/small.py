@@ -153,7 +153,8 @@ TAP_TYPES = (A.CLICK, A.DOUBLE_TAP, A.LONG_PRESS)  # element actions that may la
 TEXT_USE = {A.INPUT_TEXT: 0, A.ANSWER: 1, A.OPEN_APP: 2}  # what a copied text is for (an embedding each)
 N_DENSE = 20  # element dense features, see Featurizer._element
 SFT_BATCH = 64  # fit_sft minibatch size
-CHUNK = 32  # act / log_probs / values run a batch in length-sorted groups of at least this size
+CHUNK = 32  # log_probs / values run a batch in length-sorted groups of at least this size
+ACT_CHUNK = 64  # and act in groups of at least this many (no gradients: its padding costs less than a call)
 FF_MULT = 1  # feed-forward width / d_model: 1 rather than the usual 4 (~35% faster; cloning learns as fast)
 GOAL_CACHE_SIZE = 4096  # encoded goals kept while acting (until the weights change)
 OVERLAP_CACHE_SIZE = 4096  # goal-element overlap rows kept per goal
@@ -1677,7 +1678,7 @@ class SmallPolicy(Policy):
             return []
         feats = self.featurize(batch)
         outs: list[PolicyOutput] = [None] * len(batch)  # type: ignore[list-item]
-        for idx in _size_chunks(feats):
+        for idx in _size_chunks(feats, ACT_CHUNK):
             for i, o in zip(idx, self._act_feats([feats[i] for i in idx], greedy), strict=True):
                 outs[i] = o
         return outs
@@ -1755,7 +1756,12 @@ class SmallPolicy(Policy):
     def _pick(self, lp: torch.Tensor, greedy: bool) -> torch.Tensor:
         if greedy:
             return lp.argmax(-1)
-        return torch.multinomial(lp.exp(), 1, generator=self.generator)[:, 0]
+        # by the inverse of each row's cumulative distribution (one uniform a row; 2-4x faster than
+        # torch.multinomial at these widths): the first index whose cumulative sum exceeds it, so a zero-
+        # probability index is never drawn; a uniform rounded up to the total takes the row's argmax
+        c = lp.exp().cumsum(-1)
+        idx = (c <= torch.rand(len(lp), 1, generator=self.generator, device=lp.device) * c[:, -1:]).sum(-1)
+        return torch.where(idx < lp.shape[-1], idx, lp.argmax(-1))
 
     def _build_action(self, f: SampleFeat, t: str, el: int, direction: int, status: int, app: int, tap: int,
                       copy: tuple[int, int, int], op: int, sel: list[int], fmt: int = 0, counted: int = 0,

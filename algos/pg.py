@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from algos.buffer import Trajectory
-from algos.policies.base import Policy, drop_unused_grads
+from algos.policies.base import Policy, clip_used_grads
 from algos.policies.registry import load_policy
 from algos.prompt import PolicyInput
 
@@ -129,9 +129,8 @@ def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm
     if not loss.requires_grad:
         return 0.0
     loss.backward()
-    drop_unused_grads(p for g in opt.param_groups for p in g["params"])
-    params = [p for g in opt.param_groups for p in g["params"] if p.grad is not None]
-    norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm if max_grad_norm > 0 else float("inf"))
+    norm = clip_used_grads((p for g in opt.param_groups for p in g["params"]),
+                           max_grad_norm if max_grad_norm > 0 else float("inf"))
     opt.step()
     return float(norm)
 

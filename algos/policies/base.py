@@ -27,12 +27,39 @@ def drop_unused_grads(params: Iterable[torch.nn.Parameter]) -> None:
     parameter did not touch this minibatch's loss (a head no response in it used, e.g. the count head in a
     batch without count answers), and Adam would otherwise move it on its stale momentum; left at None, it
     stays where it is, whether or not the network computed that head (one fused product serves several)."""
+    _drop_zero(params)
+
+
+def _drop_zero(params: Iterable[torch.nn.Parameter]) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """`drop_unused_grads`; returns the kept parameters with their gradients' 2-norms."""
     ps = [p for p in params if p.grad is not None]
-    if ps:
-        zero = (torch.stack(torch._foreach_norm([p.grad for p in ps])) == 0).tolist()
-        for p, z in zip(ps, zero, strict=True):
-            if z:
-                p.grad = None
+    if not ps:
+        return []
+    norms = torch._foreach_norm([p.grad for p in ps])
+    kept = []
+    for p, n, z in zip(ps, norms, (torch.stack(norms) == 0).tolist(), strict=True):
+        if z:
+            p.grad = None
+        else:
+            kept.append((p, n))
+    return kept
+
+
+def clip_used_grads(params: Iterable[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """`drop_unused_grads`, then `torch.nn.utils.clip_grad_norm_` over the gradients left, from one pass of
+    per-parameter norms instead of two: the same arithmetic as those two calls (per-parameter norms, the
+    2-norm of their stack, gradients times min(1, max_norm / (total + 1e-6))) on parameters of one device and
+    dtype; otherwise it makes the two calls. Returns the total norm before clipping (0 with no gradient)."""
+    ps = [p for p in params if p.grad is not None]
+    if len({(p.grad.device, p.grad.dtype) for p in ps}) > 1:
+        drop_unused_grads(ps)
+        return torch.nn.utils.clip_grad_norm_([p for p in ps if p.grad is not None], max_norm)
+    kept = _drop_zero(ps)
+    if not kept:
+        return torch.tensor(0.0)
+    total = torch.linalg.vector_norm(torch.stack([n for _, n in kept]), 2.0)
+    torch._foreach_mul_([p.grad for p, _ in kept], torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    return total
 
 
 def check_lr_schedule(name: str | None) -> str | None:

@@ -85,7 +85,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule, drop_unused_grads
+from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule, clip_used_grads
 from algos.prompt import PolicyInput, render_response
 from algos.timing import PHASES
 from voyager_gym import actions as A
@@ -1945,8 +1945,7 @@ class SmallPolicy(Policy):
                 if loss.requires_grad:  # False only when every response in the minibatch was floored
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
-                    drop_unused_grads(self.model.parameters())
-                    nn.utils.clip_grad_norm_(self.model.parameters(), 1.0, foreach=True)
+                    clip_used_grads(self.model.parameters(), 1.0)
                     opt.step()
                 if sched is not None:
                     sched.step()

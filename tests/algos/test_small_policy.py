@@ -161,6 +161,43 @@ def _joined_labels(text: str, labels: list[str]) -> bool:
                for i, lab in enumerate(labels))
 
 
+def test_a_samples_encoding_does_not_depend_on_the_batch_it_is_padded_in(screens):
+    """The encoder runs its per-position layers on the real positions only (padding exists only inside
+    attention, masked): each sample's CLS and element states, with gradients as in training, equal those of
+    the sample encoded alone, and padding's states are zero."""
+    from algos.policies.small import collate
+
+    xs = screens[:24]
+    pol = SmallPolicy(app_names(), seed=6)
+    feats = pol.featurize(xs)
+    b = collate(feats, pol.history, "cpu")
+    cls, _, el = pol.model.encode(b)
+    assert b.el_mask.sum() < b.el_mask.numel(), "the batch pads some samples' elements"
+    for i, f in enumerate(feats):
+        c1, _, e1 = pol.model.encode(collate([f], pol.history, "cpu"))
+        n = len(f.elements)
+        assert torch.allclose(cls[i], c1[0], atol=1e-5)
+        assert torch.allclose(el[i, :n], e1[0, :n], atol=1e-5)
+        assert not el[i, n:].any()
+
+
+def test_sampling_draws_each_field_value_at_its_probability_and_never_an_impossible_one():
+    pol = SmallPolicy(app_names(), seed=0)
+    p = torch.tensor([[0.0, 0.5, 0.0, 0.2, 0.3, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+                      [0.9, 0.0, 0.1, 0.0, 0.0, 0.0]])
+    lp = torch.log(p).clamp(min=-1e9)  # masked entries as the heads give them: finite and hugely negative
+    draws = torch.stack([pol._pick(lp, greedy=False) for _ in range(4000)])  # [4000, 3]
+    for row in range(3):
+        freq = torch.bincount(draws[:, row], minlength=6).double() / len(draws)
+        assert not freq[p[row] == 0].any(), f"row {row} drew a zero-probability value"
+        assert torch.allclose(freq, p[row].double(), atol=0.03), (row, freq)
+    assert pol._pick(lp, greedy=True).tolist() == [1, 5, 0]
+    pol.reseed(7)
+    a = pol._pick(lp, greedy=False)
+    pol.reseed(7)
+    assert torch.equal(a, pol._pick(lp, greedy=False)), "the same seed draws the same values"
+
+
 def test_act_never_raises_and_outputs_valid_actions(screens):
     pol = SmallPolicy(app_names(), seed=0)
     for greedy in (False, True):
@@ -973,3 +1010,32 @@ def test_an_update_leaves_the_heads_its_responses_do_not_use_where_they_are():
     optimizer_step(opt, -pol.log_probs([x], [typed]).mean(), 1.0)
     moved = [not torch.equal(b, lin.weight) for b, lin in zip(before, heads, strict=True)]
     assert moved == [False] * 8 + [True]
+
+
+@pytest.mark.parametrize("max_norm", [0.5, float("inf")])
+def test_clipping_used_gradients_equals_dropping_then_clip_grad_norm(max_norm):
+    """`clip_used_grads` (one pass of norms) gives bit for bit what `drop_unused_grads` followed by torch's
+    `clip_grad_norm_` gives: the same dropped gradients, the same total norm, the same clipped gradients."""
+    from algos.policies.base import clip_used_grads, drop_unused_grads
+
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(7, 3), (5,), (40, 96), (3, 3), (1,)]
+    runs = []
+    for fused in (True, False):
+        ps = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+        gen.manual_seed(0)
+        for i, p in enumerate(ps):
+            p.grad = torch.zeros(p.shape) if i in (1, 3) else torch.randn(p.shape, generator=gen)
+        if fused:
+            norm = clip_used_grads(ps, max_norm)
+        else:
+            drop_unused_grads(ps)
+            norm = torch.nn.utils.clip_grad_norm_([p for p in ps if p.grad is not None], max_norm)
+        runs.append((norm, [None if p.grad is None else p.grad.clone() for p in ps]))
+    (n1, g1), (n2, g2) = runs
+    assert torch.equal(n1, n2) and float(n1) > 0
+    assert [g is None for g in g1] == [False, True, False, True, False]
+    assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(g1, g2, strict=True))
+    if max_norm < float("inf"):
+        clipped = torch.cat([g.flatten() for g in g1 if g is not None])
+        assert float(torch.linalg.vector_norm(clipped)) <= 0.5001

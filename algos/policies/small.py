@@ -50,17 +50,21 @@ Speed (2 cores, benchmarks/policy_speed.py): features are cached per goal / elem
 per goal and screen every per-element array (a group's rollouts revisit the same screens), so collating has no
 per-element loop; the goal is read as memory rather than as part of the sequence (queries are only CLS,
 history and elements: ~2.2x faster encoding at rollout batch sizes); a batch runs in length-sorted groups
-padded to their own longest sample; the feed-forward width is d_model; attention is
-`scaled_dot_product_attention`. Pointer heads score `q . W(h)` as `(q W) . h + q . b`, so no key projection of
-every element or goal token is ever made (nor its gradient), and every element-keyed head runs in one batched
-product; a head's small layers on one input run as one product. Label spans are scored over the flat list of
-label tokens (never a [B, E, S] tensor, let alone [B, E, S, d]: a note body has thousands), start log-probs
-normalised per label by segment ops, ends only for the starts that are asked about. Training: one
+padded to their own longest sample, and inside the encoder's layers every per-position product runs on the
+real positions only (packed rows; padding exists only inside attention, masked); the feed-forward width is
+d_model; attention is two matmuls and a softmax (faster than SDPA's CPU kernel at these sizes, forward and
+backward); fields are sampled by inverse CDF (one uniform a row). Pointer heads score `q . W(h)` as
+`(q W) . h + q . b`, so no key projection of every element or goal token is ever made (nor its gradient), and
+every element-keyed head runs in one batched product; a head's small layers on one input run as one product.
+Label spans are scored over the flat list of label tokens (never a [B, E, S] tensor, let alone [B, E, S, d]: a
+note body has thousands), start log-probs normalised per label by segment ops, ends only for the starts that
+are asked about. Training: one
 EmbeddingBag call per forward pass for every word (so one dense embedding gradient); gathers with gradients
 are index_selects (an index_add backward rather than a serial accumulating index_put), or, for the goal
 memory, a product with a one-hot matrix (a matrix-product backward). Because heads share products, a head no
 response of a minibatch uses gets a gradient of exactly zero; updates leave such parameters where they are
-(`drop_unused_grads`) rather than moving them on Adam's stale momentum.
+(`drop_unused_grads`, with the gradient clipping in `clip_used_grads`) rather than moving them on Adam's stale
+momentum.
 """
 
 from __future__ import annotations

@@ -192,6 +192,14 @@ def test_sampling_draws_each_field_value_at_its_probability_and_never_an_impossi
         assert not freq[p[row] == 0].any(), f"row {row} drew a zero-probability value"
         assert torch.allclose(freq, p[row].double(), atol=0.03), (row, freq)
     assert pol._pick(lp, greedy=True).tolist() == [1, 5, 0]
+    for edge in (torch.zeros, torch.ones):  # a uniform at either end of [0, 1] still skips impossible values
+        real_rand = torch.rand
+        torch.rand = lambda *shape, **kw: edge(*shape)  # noqa: B023
+        try:
+            drawn = pol._pick(lp, greedy=False)
+        finally:
+            torch.rand = real_rand
+        assert (p[torch.arange(3), drawn] > 0).all(), (edge.__name__, drawn)
     pol.reseed(7)
     a = pol._pick(lp, greedy=False)
     pol.reseed(7)

@@ -824,7 +824,7 @@ class Block(nn.Module):
         are zero, its keys masked by `attend`); every per-position layer runs on the N real rows."""
         (bsz, n), d = shape, x.shape[-1]
         qkv = self.qkv(self.ln1(x))
-        qkv = qkv.new_zeros(bsz * n, 3 * d).index_copy(0, rows, qkv).view(bsz, n, 3 * d)
+        qkv = qkv.new_zeros(bsz * n, 3 * d).index_copy_(0, rows, qkv).view(bsz, n, 3 * d)
         x = x + self.out(self._attend(qkv, attend, memory).view(bsz * n, d).index_select(0, rows))
         return self._feed_forward(x)
 
@@ -989,12 +989,17 @@ class PointerNet(nn.Module):
             el_pos = self.el_pos.weight[:e_len]
         el = (el.view(bsz, e_len, -1) + self.el_dense(b.el_dense) + el_pos + seg[3]
               + self.el_progress(b.el_progress))
-        mem = _pick_rows(mem, b.goal_of)  # each sample's goal: [B, T, d + layers * 2d]
         d = self.d
+        goals, mem = mem, _pick_rows(mem, b.goal_of)  # each sample's goal: [B, T, d + layers * 2d]
         h_goal, *layer_kv = mem.split([d] + [2 * d] * len(self.blocks), -1)  # one gradient copy, not one each
         if t_len:  # each element's mean goal state over its gap, by cumulative sums (cs[:, k]: k tokens)
-            cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
-            ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, cs.shape[-1]))
+            if torch.is_grad_enabled():
+                cs = F.pad(h_goal.cumsum(1), (0, 0, 1, 0))
+                ends = cs.gather(1, b.el_gap.flatten(1)[..., None].expand(-1, -1, d))
+            else:  # the same sums, once per distinct goal rather than once per sample
+                cs = F.pad(goals[..., :d].cumsum(1), (0, 0, 1, 0)).flatten(0, 1)  # [U * (T + 1), d]
+                at = b.goal_of[:, None] * (t_len + 1) + b.el_gap.flatten(1)
+                ends = cs.index_select(0, at.flatten()).view(bsz, -1, d)
             lo, hi = ends.view(bsz, e_len, 2, -1).unbind(2)
             width = (b.el_gap[..., 1] - b.el_gap[..., 0]).clamp(min=1)[..., None]
             el = el + self.el_goal_gap((hi - lo) / width)
@@ -1014,7 +1019,7 @@ class PointerNet(nn.Module):
         for i, blk in enumerate(self.blocks):
             x = blk.packed(x, rows, (bsz, n), attend, blk.heads_of(layer_kv[i]))
         x = self.norm(x)
-        hs = x.new_zeros(bsz * n, d).index_copy(0, rows, x).view(bsz, n, d)  # padding's states are zero
+        hs = x.new_zeros(bsz * n, d).index_copy_(0, rows, x).view(bsz, n, d)  # padding's states are zero
         h_el = hs[:, 1 + h_len :]
         if heads_only:  # the seen elements' states, in the places after each sample's screen elements
             h_el = torch.where(b.cur_mask[..., None], F.pad(h_el, (0, 0, 0, e_len - h_el.shape[1])),

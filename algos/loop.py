@@ -20,7 +20,7 @@ from algos.policies.base import Policy
 from algos.policies.registry import load_policy
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import Run, seed_everything
-from algos.timing import PHASES
+from algos.timing import PHASES, collector_paused
 from voyager_gym.suites import TrainGenerator
 
 
@@ -142,15 +142,9 @@ def train_loop(
             return env_steps >= max_env_steps
         return iteration >= cfg.iterations
 
-    algo.envs = envs
-    ev: dict[str, Any] = {}
-    if start == 0:
-        seed_everything(seed)
-        ev = log(0, {}, with_eval=True)
-        checkpoint(0)
-        start = 1
-    r = start
-    while not done(r - 1):
+    def iteration(r: int) -> dict[str, Any]:
+        """Roll out, update, log (with an evaluation when due) and checkpoint iteration `r`."""
+        nonlocal env_steps
         it_seed = seed * 1000 + r  # per-iteration seeding: a resumed run repeats the same iteration exactly
         seed_everything(it_seed)
         policy.reseed(it_seed)
@@ -173,7 +167,21 @@ def train_loop(
         with PHASES("update"):
             metrics.update(algo.update(policy, groups, r, it_seed))
         env_steps += int(metrics.get("train/update_env_steps", 0))
-        ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r)) or ev
+        ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r))
         checkpoint(r)
+        return ev
+
+    algo.envs = envs
+    ev: dict[str, Any] = {}
+    if start == 0:
+        seed_everything(seed)
+        with collector_paused():
+            ev = log(0, {}, with_eval=True)
+            checkpoint(0)
+        start = 1
+    r = start
+    while not done(r - 1):
+        with collector_paused():
+            ev = iteration(r) or ev
         r += 1
     return policy, ev

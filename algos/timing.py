@@ -2,11 +2,13 @@
 
 `PHASES("env")` is a context manager; phases nest, and time is charged to the innermost open phase under its
 path ("evaluation/env"), so the shares add up to the wall time they cover. Cheap enough to stay on
-(~1 us a phase); `PHASES.reset()` starts a new measurement.
+(~1 us a phase); `PHASES.reset()` starts a new measurement. `collector_paused()` keeps Python's cyclic garbage
+collector out of the loop's hot phases.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -47,3 +49,22 @@ class Phases:
 
 
 PHASES = Phases()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the block, then one full collection. A training
+    iteration makes millions of short-lived objects (observations, features, steps), so the automatic
+    collector runs thousands of times an iteration and, whenever enough of them outlive a young collection,
+    walks the whole heap (~0.4 s each with a policy and its caches loaded): ~15% of a GRPO iteration's wall
+    time. Reference counting still frees everything not in a cycle at once; cycles wait for the block's end.
+    Nested blocks, or a caller that already turned the collector off, leave it as they found it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()

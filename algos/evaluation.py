@@ -13,6 +13,7 @@ from typing import Any
 from algos.buffer import Trajectory
 from algos.policies.base import Policy
 from algos.rollout import RolloutConfig, collect
+from algos.timing import collector_paused
 from voyager_gym.suites import eval_suite
 
 
@@ -52,12 +53,13 @@ def evaluate(
     per task, one greedy rollout each. `seed` only changes screen noise. `backend` draws the params (default
     SimDroid's; `voyager_gym.suites.FROM_ENV` leaves them to the envs, as the real AndroidWorld needs)."""
     instances = eval_suite(tasks, n_per_task=n_per_task, backend=backend)
-    groups = collect(
-        policy,
-        envs,
-        instances,
-        RolloutConfig(group_size=1, greedy=greedy, thumb_width=0, seed=10_000 + seed, progress=progress),
-    )
+    with collector_paused():
+        groups = collect(
+            policy,
+            envs,
+            instances,
+            RolloutConfig(group_size=1, greedy=greedy, thumb_width=0, seed=10_000 + seed, progress=progress),
+        )
     trajs = [t for g in groups for t in g.trajectories]
     out = pass_at_1(trajs)
     out["env_steps"] = sum(len(t.steps) for t in trajs)

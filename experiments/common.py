@@ -15,6 +15,7 @@ from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
 from algos.run import seed_everything
+from algos.timing import collector_paused
 from voyager_gym.backends.base import unknown_task_error
 from voyager_gym.env import app_names, task_names
 from voyager_gym.suites import TrainGenerator
@@ -219,9 +220,10 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
         return load_policy(path / "policy", kind=cfg.policy.name)
     policy = new_policy(cfg, envs)
     seed_everything(cfg.base.seed)
-    samples = demonstrations(cfg, tasks, envs)
-    policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
-                   lr_schedule=cfg.base.lr_schedule)
+    with collector_paused():
+        samples = demonstrations(cfg, tasks, envs)
+        policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
+                       lr_schedule=cfg.base.lr_schedule)
     tmp = path.with_name(path.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)

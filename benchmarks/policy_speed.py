@@ -4,7 +4,8 @@ Observations come from expert rollouts (elements mode, no noise) over a few task
 of them (new element objects with equal values, as in a rollout). The reference, measured in the same run, is
 the same policy driven one sample at a time (a per-sample loop: `act([x])`, and one log_probs + backward +
 Adam step per sample), i.e. what batching buys. Each figure is the best of --reps runs (the machine may be
-shared). Targets for the harness on 2 cores: act >= 2,000 actions/s at batch 64, fit_sft >= 1,000 samples/s.
+shared), each run with Python's cyclic garbage collector paused as the training loop has it. Targets for
+the harness on 2 cores: act >= 2,000 actions/s at batch 64, fit_sft >= 1,000 samples/s.
 
     python benchmarks/policy_speed.py [--tasks A,B] [--seeds 4] [--batch 64] [--reps 5] [--threads 2]
                                       [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
@@ -58,12 +59,18 @@ def fresh_copy(x):
 
 
 def best_time(fn, reps: int) -> float:
-    """Fastest of `reps` runs: the machine is shared, so the minimum is the least noisy estimate."""
+    """Fastest of `reps` runs: the machine is shared, so the minimum is the least noisy estimate. Each run has
+    Python's cyclic garbage collector paused, as the training loop runs rollouts and updates
+    (`algos.timing.collector_paused`; its one collection at the end is not timed, the loop pays it once an
+    iteration)."""
+    from algos.timing import collector_paused
+
     times = []
     for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+        with collector_paused():
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
     return min(times)
 
 

@@ -217,56 +217,59 @@ def clip_bounds(b: Bounds, clip: Bounds) -> Bounds:
 def a11y_nodes(root: Node) -> list[Node]:
     """AndroidWorld's filter: visible nodes that are leaves, or have a content description, or scroll."""
     out: list[Node] = []
-
-    def visit(n: Node, clip: Bounds) -> None:
-        b = clip_bounds(n.bounds, clip)
-        vis = b[2] > b[0] and b[3] > b[1]
-        if not vis:
-            return
-        if (
-            n.a11y
-            and (not n.children or n.desc or n.scrollable)
-            and (
-                n.text
-                or n.desc
-                or n.hint
-                or n.clickable
-                or n.editable
-                or n.scrollable
-                or n.checkable
-                or n.rid
-            )
-        ):
-            if b != n.bounds:
-                n.bounds = b  # report the visible part, as Android does
-            out.append(n)
-        inner = b if n.clip else clip
-        for c in n.children:
-            visit(c, inner)
-
-    visit(root, (0, 0, SCREEN_W, SCREEN_H))
+    _a11y_visit(root, (0, 0, SCREEN_W, SCREEN_H), out)
     return out
+
+
+# The walks below are module functions, not closures: a nested function that calls itself is a reference
+# cycle (function -> closure cell -> function) that keeps whatever it captured, a whole dropped tree, alive
+# until Python's cyclic collector runs, which the training loop pauses during an iteration.
+def _a11y_visit(n: Node, clip: Bounds, out: list[Node]) -> None:
+    b = clip_bounds(n.bounds, clip)
+    vis = b[2] > b[0] and b[3] > b[1]
+    if not vis:
+        return
+    if (
+        n.a11y
+        and (not n.children or n.desc or n.scrollable)
+        and (
+            n.text
+            or n.desc
+            or n.hint
+            or n.clickable
+            or n.editable
+            or n.scrollable
+            or n.checkable
+            or n.rid
+        )
+    ):
+        if b != n.bounds:
+            n.bounds = b  # report the visible part, as Android does
+        out.append(n)
+    inner = b if n.clip else clip
+    for c in n.children:
+        _a11y_visit(c, inner, out)
 
 
 def hit_test(root: Node, x: int, y: int, want: str = "click") -> Node | None:
     """The topmost node under (x, y) that handles `want` ('click', 'long', 'scroll'); children draw on top
     of parents and later siblings on top of earlier ones, as in Android's view hierarchy."""
     attr = {"click": "on_click", "long": "on_long_click", "scroll": "on_scroll"}[want]
+    return _hit_visit(root, (0, 0, SCREEN_W, SCREEN_H), x, y, attr, want == "click")
 
-    def visit(n: Node, clip: Bounds) -> Node | None:
-        b = clip_bounds(n.bounds, clip)
-        if not (b[0] <= x < b[2] and b[1] <= y < b[3]):
-            return None
-        inner = b if n.clip else clip
-        for c in reversed(n.children):
-            hit = visit(c, inner)
-            if hit is not None:
-                return hit
-        if getattr(n, attr) is not None or (want == "click" and n.editable and n.field is not None):
-            return n
-        return n if n.absorb else None
 
-    return visit(root, (0, 0, SCREEN_W, SCREEN_H))
+def _hit_visit(n: Node, clip: Bounds, x: int, y: int, attr: str, click: bool) -> Node | None:
+    b = clip_bounds(n.bounds, clip)
+    if not (b[0] <= x < b[2] and b[1] <= y < b[3]):
+        return None
+    inner = b if n.clip else clip
+    for c in reversed(n.children):
+        hit = _hit_visit(c, inner, x, y, attr, click)
+        if hit is not None:
+            return hit
+    if getattr(n, attr) is not None or (click and n.editable and n.field is not None):
+        return n
+    return n if n.absorb else None
 
 
 def screen_key(root: Node, extra: tuple = ()) -> str:

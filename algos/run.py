@@ -442,4 +442,11 @@ def pin_cpu_numerics(threads: int) -> None:
         torch.set_num_interop_threads(threads)
     except RuntimeError:  # already set, or parallel work already started in this process
         pass
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # torch.use_deterministic_algorithms also imports torch._inductor to set Inductor's own flag (~1.7 s a
+    # process, paid by every entry point and comparison worker); nothing here compiles, so where torch has
+    # it, only the switch the public call sets for eager operations
+    eager_only = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if eager_only is None or "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        eager_only(True, warn_only=True)

@@ -24,6 +24,8 @@ with torch.no_grad():
     z = torch.log_softmax(m(x), -1)
 print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads(),
                   "deterministic": torch.are_deterministic_algorithms_enabled(),
+                  "warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+                  "inductor": "torch._inductor" in sys.modules,
                   "bits": hashlib.sha256(z.numpy().tobytes()).hexdigest()}))
 """
 
@@ -39,6 +41,8 @@ def _probe(mode: str, **env: str) -> dict:
 def test_pinned_numerics_give_the_bits_of_an_avx2_machine_whatever_this_one_has():
     pinned = _probe("pin")
     assert pinned["capability"] == "AVX2" and pinned["threads"] == 1 and pinned["deterministic"]
+    assert pinned["warn_only"]  # an op without a deterministic kernel warns rather than stopping a run
+    assert not pinned["inductor"], "pinning imported torch._inductor (~1.7 s a process, and nothing compiles)"
     avx2_machine = _probe("plain", ATEN_CPU_CAPABILITY="avx2", MKL_CBWR="AVX2", ONEDNN_MAX_CPU_ISA="AVX2",
                           OMP_NUM_THREADS="1")
     assert pinned["bits"] == avx2_machine["bits"]

@@ -268,3 +268,29 @@ def test_steps_leave_no_cyclic_garbage():
         else:
             gc.disable()
     assert not leaks, f"objects left to the cyclic collector by expert episodes: {leaks}"
+
+
+def test_text_space_copies_are_equal_and_draw_from_their_own_rng():
+    """Each env's goal and action spaces are copies of one prototype (vector envs copy them again): a copy
+    equals a space built from scratch, samples what the original samples from the same state, and seeding
+    one never moves another's RNG."""
+    import copy
+
+    from gymnasium import spaces
+
+    from voyager_gym.env import MAX_ACTION_LEN, TEXT_CHARSET
+
+    a, b = VoyagerEnv(observation_mode="elements"), VoyagerEnv(observation_mode="elements")
+    assert a.action_space == spaces.Text(MAX_ACTION_LEN, min_length=0, charset=TEXT_CHARSET)
+    assert a.observation_space["goal"].contains("Résumé: 5 €") and not a.action_space.contains("\U0001F600")
+    a.action_space.seed(3)
+    c = copy.deepcopy(a.action_space)
+    assert c == a.action_space and c.sample() == a.action_space.sample()
+    b.action_space.seed(3)
+    first = b.action_space.sample()
+    c.seed(4)
+    a.action_space.seed(3)
+    assert a.action_space.sample() == first
+    vec = make_vec(num_envs=3, observation_mode="elements")
+    vec.action_space.seed(0)
+    assert len(set(vec.action_space.sample())) == 3

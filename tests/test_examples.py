@@ -54,7 +54,8 @@ def test_the_example_tokenizer_renders_and_parses_tool_calls():
 
 # Runs the example in a fresh process and pickles what the test checks. Its numbers are compared with no other
 # process's, so the process leaves out the AVX2 kernels conftest pins for every test process: under them the
-# example's SFT warm start runs ~4x slower (385 s against 96 s on the 2-core machine).
+# example's SFT warm start runs ~4x slower (385 s against 96 s on the 2-core machine, with the earlier 96 x 2
+# model).
 _RUN_EXAMPLE = """
 import importlib.util, pickle, sys
 import torch

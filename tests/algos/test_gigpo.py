@@ -223,6 +223,7 @@ def test_robust_anchors_need_screenshots():
 
 
 # -- end to end ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_gigpo_trains_end_to_end_and_resumes_exactly(tmp_path):
     """Robust anchors on screenshots rendered by replay (the small policy reads none), on SimDroid; GRPO's
     end-to-end recipe (tasks, budget)."""

@@ -238,6 +238,7 @@ def check_split_run_repeats(full: list[dict], root: Path, cache: Path, algo: str
         assert {k: a.get(k) for k in keys} == pytest.approx({k: b.get(k) for k in keys}, nan_ok=True)
 
 
+@pytest.mark.slow
 def test_grpo_trains_end_to_end_and_resumes_exactly(tmp_path):
     cache = tmp_path / "cache"
     full = _train(tmp_path / "full", cache, ["grpo.iterations=2"])

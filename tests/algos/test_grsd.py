@@ -531,6 +531,7 @@ GRSD_TRAIN = [
 ]
 
 
+@pytest.mark.slow
 def test_grsd_can_continue_rfts_pool_and_demonstrations_through_train(tmp_path, capsys):
     """grsd.rft_pool (the experiments' default): GRSD's success pool starts as the RFT start checkpoint's (the
     same groups, then its own); grsd.demos (default too): the base's demonstrations join every update.

@@ -181,6 +181,7 @@ def test_hf_value_head_is_consistent_saved_and_created_fresh(wifi_screens, tmp_p
 
 
 # -- end to end -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_ppo_trains_end_to_end(tmp_path):
     from experiments.train import main
 

@@ -250,6 +250,7 @@ def test_config_errors_name_the_bad_value(arg, expected):
         parse([arg], TrainConfig)
 
 
+@pytest.mark.slow
 def test_vine_trains_end_to_end(tmp_path):
     from experiments.train import main
 

@@ -30,7 +30,7 @@ def backend():
 FIRST = ("tests/test_readme.py", "tests/test_examples.py", "tests/test_compare.py")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     """Run FIRST's modules before the others, each module's tests together and in their own order (module
     fixtures are built once per worker that runs the module)."""
     rank = {path: i for i, path in enumerate(FIRST)}

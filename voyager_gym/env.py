@@ -47,6 +47,7 @@ class _Text(spaces.Text):
 # built once (sorting and indexing the charset takes a few ms); each env gets its own copy
 _GOAL_SPACE = _Text(MAX_GOAL_LEN, min_length=0, charset=TEXT_CHARSET)
 _ACTION_SPACE = _Text(MAX_ACTION_LEN, min_length=0, charset=TEXT_CHARSET)
+
 RESET_OPTIONS = ("task", "params", "instance_seed", "instances", "snapshot")
 INSTANCE_OPTIONS = ("task", "params", "instance_seed", "snapshot")
 

@@ -120,7 +120,7 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
     p = cfg.policy
     if p.name == "small":
         return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory,
-                           memory_mode=p.memory_mode)
+                           memory_mode=p.memory_mode, layers=p.layers)
     if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
@@ -194,6 +194,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         "policy": cfg.policy.name,
         **({"memory": cfg.policy.memory} if cfg.policy.memory else {}),  # (keys without it stay as they were)
         **({"memory_mode": cfg.policy.memory_mode} if cfg.policy.memory_mode != "encoder" else {}),
+        **({"layers": cfg.policy.layers} if cfg.policy.layers != 2 else {}),  # (default keys as they were)
         "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,

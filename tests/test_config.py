@@ -74,6 +74,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
         (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),
         (["policy.memory=65"], C.TrainConfig, "policy.memory=65: expected 0 to 64"),
+        (["policy.layers=0"], C.TrainConfig, "policy.layers=0: expected a value >= 1"),
         (["base.lr_schedule=cosine"], C.PretrainConfig,
          "base.lr_schedule='cosine': expected one of constant, linear"),
         (["policy=small"], C.EvalConfig, "policy=small needs policy.path="),
@@ -220,3 +221,14 @@ def test_policy_memory_reaches_the_policy_and_keys_its_own_cache():
     assert new_policy(plain, env).config["memory"] == 0 and new_policy(mem, env).config["memory"] == 8
     assert new_policy(plain, env).app_names == list(app_names(env))  # the env's open_app vocabulary
     assert base_key(plain, ["SystemWifiTurnOn"]) != base_key(mem, ["SystemWifiTurnOn"])
+
+
+def test_policy_layers_reach_the_policy_and_key_its_own_cache():
+    from experiments.common import base_key, new_policy
+    from voyager_gym.env import VoyagerEnv
+
+    two, one = C.parse([], C.TrainConfig), C.parse(["policy.layers=1"], C.TrainConfig)
+    env = VoyagerEnv(observation_mode="elements")
+    assert len(new_policy(one, env).model.blocks) == 1 and len(new_policy(two, env).model.blocks) == 2
+    assert new_policy(one, env).config["layers"] == 1  # saved with the weights: a checkpoint reloads as built
+    assert base_key(one, ["SystemWifiTurnOn"]) != base_key(two, ["SystemWifiTurnOn"])

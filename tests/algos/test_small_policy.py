@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from algos.policies.small import FLOOR_LOGPROB, SmallPolicy
+from algos.policies.small import ANSWER_OPS, FLOOR_LOGPROB, SmallPolicy
 from algos.prompt import PolicyInput, render_response
-from voyager_gym.actions import Action, parse_action
+from voyager_gym.actions import ACTION_TYPES, Action, parse_action
 from voyager_gym.env import app_names
 from voyager_gym.observation import BoundingBox, UIElement
 
@@ -492,7 +492,11 @@ def test_sum_answers_round_trip_and_score_every_selection_that_adds_up():
     assert float(pol._sum_lp(hd, tg)[0].detach().exp()) == pytest.approx(brute, rel=1e-5)
     assert not any(sum((499, 1207, 1706, 50)[i] for i in sel) == 1706 and list(sel) not in ([0, 1], [2])
                    for k in range(5) for sel in itertools.combinations(terms, k))
-    # sampled sums are scored as drawn (an untrained policy picks every answer form)
+    # sampled sums are scored as drawn: the untrained policy made to answer by summing (what it adds stays
+    # random)
+    with torch.no_grad():
+        pol.model.type_head.bias[ACTION_TYPES.index("answer")] += 20.0
+        pol.model.op_head.bias[ANSWER_OPS.index("sum")] += 20.0
     texts = set()
     for _ in range(6):
         outs = pol.act([x] * 32)

@@ -39,6 +39,9 @@ RESUME_NEUTRAL = (
     "progress", "wandb", "torch_threads", "resume", "out_dir", "cache_dir", "preset", "name", "workers",
     "budget", "sb3_budget", "env_steps", "seeds", "*.iterations",
 )
+# config keys added after run folders were written without them, each with the value that does what those runs
+# did: a stored config without one reads as having it, so resuming an older run is not a change of identity
+ADDED_KEYS: dict[str, Any] = {"policy.layers": 2}
 MANIFEST = "manifest.json"
 _CKPT_NAME = re.compile(r"it_\d+")
 
@@ -91,8 +94,10 @@ def identity(config: dict[str, Any], neutral: tuple[str, ...] = RESUME_NEUTRAL) 
 
 def identity_diff(stored: dict[str, Any], new: dict[str, Any],
                   neutral: tuple[str, ...] = RESUME_NEUTRAL) -> list[str]:
-    """`key: stored -> new` for every identity key that differs (absent: <unset>)."""
+    """`key: stored -> new` for every identity key that differs (absent: <unset>; a key of ADDED_KEYS absent
+    from `stored` only: its value there)."""
     a, b = identity(stored, neutral), identity(new, neutral)
+    a.update({k: v for k, v in ADDED_KEYS.items() if k in b and k not in a})
     unset = "<unset>"
     return [f"{k}: {a.get(k, unset)!r} -> {b.get(k, unset)!r}"
             for k in sorted(set(a) | set(b)) if a.get(k, unset) != b.get(k, unset)]

@@ -39,6 +39,26 @@ def test_resume_neutral_keys_may_change(tmp_path):
         _run(tmp_path / "r", config).close()
 
 
+def test_a_run_stored_before_a_key_was_added_resumes_as_itself(tmp_path):
+    """A config key added later (ADDED_KEYS) is read, in a config stored without it, as the value those runs
+    had: resuming them is no change; the same key at another value still is."""
+    from experiments.compare import pair_config, pair_status, parse_compare
+
+    out = tmp_path / "cmp"
+    cfg = parse_compare([f"out_dir={out}", "preset=smoke", "algo=grpo", "seeds=1"])
+    old = pair_config(cfg, "grpo", 0)
+    del old["policy"]["layers"]  # as written before policy.layers existed
+    pair = out / "runs" / "grpo-s0"
+    Run(pair, old, wandb_mode="disabled").close()
+    (pair / "done").write_text(json.dumps({"budget": cfg.budget}))
+    assert pair_status(cfg, "grpo", 0, out) == "done"
+    Run(pair, pair_config(cfg, "grpo", 0), wandb_mode="disabled").close()  # resumes: the same identity
+    one = parse_compare([f"out_dir={out}", "preset=smoke", "algo=grpo", "seeds=1", "policy.layers=1"])
+    assert pair_status(one, "grpo", 0, out) == "rerun"
+    with pytest.raises(RunFolderError, match="policy.layers: 2 -> 1"):
+        Run(pair, pair_config(one, "grpo", 0), wandb_mode="disabled")
+
+
 # -- lock --------------------------------------------------------------------------------------------------
 def test_a_second_process_on_the_same_folder_fails_fast(tmp_path):
     run = _run(tmp_path / "r")

@@ -10,6 +10,7 @@ the harness on 2 cores: act >= 2,000 actions/s at batch 64, fit_sft >= 1,000 sam
     python benchmarks/policy_speed.py [--tasks A,B] [--seeds 4] [--batch 64] [--reps 5] [--threads 2]
                                       [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
                                       [--memory-mode encoder|heads]   (how they are read)
+                                      [--layers N]   (SmallPolicy(layers=N): encoder layers, default 2)
 """
 
 from __future__ import annotations
@@ -113,22 +114,28 @@ def main() -> None:
     ap.add_argument("--memory", type=int, default=0, help="SmallPolicy(memory=K): earlier screens' elements")
     ap.add_argument("--memory-mode", default="encoder", choices=("encoder", "heads"),
                     help="SmallPolicy(memory_mode=...): earlier screens' elements in the encoder or heads")
+    ap.add_argument("--layers", type=int, default=2, help="SmallPolicy(layers=N): encoder layers")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
     from voyager_gym.env import app_names
+
+
+    def new_policy() -> SmallPolicy:
+        return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
+                           layers=args.layers)
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
     n_el = sum(len(x.elements) for x in xs) / len(xs)
     print(f"{len(samples)} expert steps from {len(args.tasks.split(','))} tasks x {args.seeds} seeds "
           f"(mean {n_el:.1f} elements per screen)")
-    cold_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
+    cold_pol = new_policy()
     t0 = time.perf_counter()
     cold_pol.featurize(xs)
     feat_cold = len(xs) / (time.perf_counter() - t0)  # first sight of every goal, element and action text
 
-    pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
+    pol = new_policy()
     n_params = sum(p.numel() for p in pol.model.parameters())
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
@@ -146,14 +153,14 @@ def main() -> None:
     feat_fresh = len(xs) / best_time(lambda: pol.featurize(ys), 1)
     feat_same = len(xs) / best_time(lambda: pol.featurize(xs), args.reps)  # the same objects again (epochs)
 
-    fit_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
+    fit_pol = new_policy()
     fit_pol.fit_sft(samples, epochs=1, seed=0)  # warm-up: optimizer state, first-call allocations
     losses = []
     t_fit = best_time(lambda: losses.append(fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)["loss"]),
                       args.reps)
     sft_rate = len(samples) * args.epochs / t_fit
 
-    ref_pol = SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode)
+    ref_pol = new_policy()
     opt = torch.optim.Adam(ref_pol.model.parameters(), lr=1e-3)
     ref = samples[: args.loop_samples]
 
@@ -169,7 +176,8 @@ def main() -> None:
 
     gflops, m_iters = machine_speed(args.reps)
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
-    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, torch threads {torch.get_num_threads()}, memory "
+    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {args.layers}, torch threads "
+          f"{torch.get_num_threads()}, memory "
           f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
           f"{act_ref:6.0f} actions/s   ratio {act_rate / act_ref:5.1f}x   target >= 2,000")
@@ -184,7 +192,7 @@ def main() -> None:
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
                       "featurise_per_s": round(feat_fresh), "params": n_params,
                       "machine_gflops": round(gflops, 1), "machine_py_miters": round(m_iters, 2),
-                      "memory": args.memory, "memory_mode": args.memory_mode}))
+                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": args.layers}))
 
 
 if __name__ == "__main__":

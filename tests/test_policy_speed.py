@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_policy_speed_prints_rates_ratios_and_the_machine_speed():
     args = ["--tasks", "OpenAppTaskEval,SystemWifiTurnOn", "--seeds", "1", "--reps", "1", "--epochs", "1",
-            "--loop-samples", "4", "--batch", "8", "--threads", "1"]
+            "--loop-samples", "4", "--batch", "8", "--threads", "1", "--layers", "1"]
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "policy_speed.py"), *args],
                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=True).stdout
     fig = json.loads(out.strip().splitlines()[-1])
@@ -18,3 +18,4 @@ def test_policy_speed_prints_rates_ratios_and_the_machine_speed():
                 "machine_py_miters"):
         assert fig[key] > 0, (key, fig)
     assert "machine now: linear" in out and "target >= 2,000" in out
+    assert fig["layers"] == 1 and "encoder layers 1," in out  # the network it timed (policy.layers)

@@ -120,7 +120,6 @@ def main() -> None:
     from algos.policies.small import SmallPolicy
     from voyager_gym.env import app_names
 
-
     def new_policy() -> SmallPolicy:
         return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
                            layers=args.layers)

@@ -25,8 +25,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import multiprocessing as mp
+import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,6 +98,22 @@ def set_aside(pair: Path, out: Path) -> Path:
 # ------------------------------------------------------------------------------------------------------------
 # One (algorithm, seed) pair, in its own process
 # ------------------------------------------------------------------------------------------------------------
+def exit_with_parent(poll_s: float = 1.0) -> None:
+    """A pair worker's initializer: a daemon thread ends this process within `poll_s` of its parent's death
+    (its parent pid changes when it is re-parented). Without it, a comparison killed by a signal its workers
+    do not get (`kill PID`, a scheduler's SIGTERM or SIGKILL) leaves them training on, and taking the pairs
+    already queued to them, in a folder whose lock died with the parent: a new comparison there would share
+    pairs with them. The killed pairs resume from their last checkpoints."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
@@ -264,7 +282,8 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
             run_pair(cfg_dict, a, s, str(out))
             print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s)")
     else:
-        with cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn")) as ex:
+        with cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
+                                    initializer=exit_with_parent) as ex:
             futs = {ex.submit(run_pair, cfg_dict, a, s, str(out)): (a, s) for a, s in todo}
             for f in cf.as_completed(futs):
                 a, s = futs[f]

@@ -2,6 +2,7 @@
 checksummed checkpoints that stay inside their folder, report and compare that never clobber a folder."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -229,3 +230,53 @@ def test_compare_reruns_a_pair_whose_config_changed(tmp_path):
     assert pair_status(other, "grpo", 0, out) == "rerun"
     elsewhere = parse_compare([f"out_dir={out}", "preset=smoke", "algo=grpo", "seeds=1", "ppo.lr=0.5"])
     assert pair_status(elsewhere, "grpo", 0, out) == "done"  # another algorithm's section: not this pair's
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie may wait long for init to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_pair_workers_exit_when_the_comparison_is_killed(tmp_path):
+    """A comparison killed by a signal its workers do not get (SIGKILL to the parent alone) leaves no worker
+    training on in its folder: each exits within about a second of its parent's death."""
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import concurrent.futures as cf, multiprocessing as mp, os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from experiments.compare import exit_with_parent
+
+        def work(path):
+            open(path + ".tmp", "w").write(str(os.getpid()))
+            os.replace(path + ".tmp", path)
+            time.sleep(120)
+
+        if __name__ == "__main__":
+            ex = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=exit_with_parent)
+            ex.submit(work, {str(tmp_path / "pid")!r})
+            time.sleep(120)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker = int((tmp_path / "pid").read_text())
+        assert _alive(worker)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker), "the pair worker outlived its comparison"
+    finally:
+        parent.kill()
+        if worker is not None and _alive(worker):
+            os.kill(worker, 9)

@@ -12,7 +12,8 @@
    is not rerun, a pair that was killed resumes from its last checkpoint, a finished pair given a larger
    budget continues, and a pair whose config changed otherwise (or whose budget shrank) is moved to
    `replaced/` and run again. Every argument (keys, values, tasks, algorithms) is checked before the folder
-   is touched, and the folder is locked while a comparison runs in it.
+   is touched, and the folder is locked while a comparison runs in it; its workers exit within a second of
+   its process, however that is killed (`exit_with_parent`).
 3. The run folder gets metrics.jsonl (every pair's rows), curves.png (Pass@1 against env steps, mean and 95%
    bootstrap interval across seeds), profiles.png (performance profiles of the final per-task success),
    table.md (experiments/stats.py's statistics: mean and IQM with stratified bootstrap intervals, the

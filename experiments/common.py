@@ -14,7 +14,7 @@ from algos.policies.registry import load_policy, make_policy
 from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
-from algos.run import seed_everything
+from algos.run import ADDED_KEYS, seed_everything
 from algos.timing import collector_paused
 from voyager_gym.backends.base import unknown_task_error
 from voyager_gym.env import app_names, task_names
@@ -194,7 +194,8 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         "policy": cfg.policy.name,
         **({"memory": cfg.policy.memory} if cfg.policy.memory else {}),  # (keys without it stay as they were)
         **({"memory_mode": cfg.policy.memory_mode} if cfg.policy.memory_mode != "encoder" else {}),
-        **({"layers": cfg.policy.layers} if cfg.policy.layers != 2 else {}),  # (default keys as they were)
+        # (keys made before policy.layers existed, for the depth those caches have, stay as they were)
+        **({"layers": cfg.policy.layers} if cfg.policy.layers != ADDED_KEYS["policy.layers"] else {}),
         "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,

@@ -136,6 +136,7 @@ def main() -> None:
 
     pol = new_policy()
     n_params = sum(p.numel() for p in pol.model.parameters())
+    n_layers = len(pol.model.blocks)  # as built (the network timed), not as asked
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
     copies = iter([[fresh_copy(x) for x in xs] for _ in range(args.reps)])
@@ -175,7 +176,7 @@ def main() -> None:
 
     gflops, m_iters = machine_speed(args.reps)
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
-    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {args.layers}, torch threads "
+    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, torch threads "
           f"{torch.get_num_threads()}, memory "
           f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
@@ -191,7 +192,7 @@ def main() -> None:
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
                       "featurise_per_s": round(feat_fresh), "params": n_params,
                       "machine_gflops": round(gflops, 1), "machine_py_miters": round(m_iters, 2),
-                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": args.layers}))
+                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers}))
 
 
 if __name__ == "__main__":

@@ -7,16 +7,24 @@ Adam step per sample), i.e. what batching buys. Each figure is the best of --rep
 shared), each run with Python's cyclic garbage collector paused as the training loop has it. Targets for
 the harness on 2 cores: act >= 2,000 actions/s at batch 64, fit_sft >= 1,000 samples/s.
 
+With --procs N the same act and fit_sft runs also go on in N processes at once, each with --threads / N torch
+threads (at least 1) and its own policy, started together by a barrier, as `experiments/compare.py` runs its
+pairs (one process and one torch thread a pair); the combined figure is every process's samples over the
+wall time from the first start to the last end, best of --reps, printed beside this run's one-process
+figure (its reference).
+
     python benchmarks/policy_speed.py [--tasks A,B] [--seeds 4] [--batch 64] [--reps 5] [--threads 2]
                                       [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
                                       [--memory-mode encoder|heads]   (how they are read)
                                       [--layers N]   (SmallPolicy(layers=N): encoder layers, default 2)
+                                      [--procs N]   (also N processes at once, --threads / N threads each)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import time
 
 import torch
@@ -102,6 +110,70 @@ def machine_speed(reps: int) -> tuple[float, float]:
     return gflops, m_iters
 
 
+def _parallel_worker(args: argparse.Namespace, threads: int, barrier, out) -> None:
+    """One of --procs processes: its own policies on the same samples; each timed run starts at the barrier
+    and reports its (start, end) on the shared monotonic clock."""
+    import gc
+
+    torch.set_num_threads(threads)
+    from algos.policies.small import SmallPolicy
+    from algos.timing import collector_paused
+    from voyager_gym.env import app_names
+
+    def new_policy() -> SmallPolicy:
+        return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
+                           layers=args.layers)
+
+    samples = collect(args.tasks.split(","), args.seeds)
+    xs = [x for x, _ in samples]
+    pol, fit_pol = new_policy(), new_policy()
+    pol.act(xs[: args.batch])
+    fit_pol.fit_sft(samples, epochs=1, seed=0)
+    copies = [[fresh_copy(x) for x in xs] for _ in range(args.reps)]
+    windows: dict[str, list] = {"act": [], "fit": []}
+    for kind in ("act", "fit"):
+        for rep in range(args.reps):
+            gc.collect()
+            barrier.wait()
+            with collector_paused():
+                t0 = time.monotonic()
+                if kind == "act":
+                    ys = copies[rep]
+                    for i in range(0, len(ys), args.batch):
+                        pol.act(ys[i : i + args.batch])
+                else:
+                    fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)
+                windows[kind].append((t0, time.monotonic()))
+    out.put({"n_act": len(xs), "n_fit": len(samples) * args.epochs, "windows": windows})
+
+
+def parallel_rates(args: argparse.Namespace) -> tuple[float, float, int]:
+    """Combined act and fit_sft rates of --procs processes running at once: for each repetition, all
+    processes' samples over the span from the first start to the last end; the best repetition."""
+    ctx = mp.get_context("spawn")
+    threads = max(1, args.threads // args.procs)
+    barrier, out = ctx.Barrier(args.procs), ctx.Queue()
+    procs = [ctx.Process(target=_parallel_worker, args=(args, threads, barrier, out))
+             for _ in range(args.procs)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError(f"a --procs worker exited with code {p.exitcode}")
+
+    def best(kind: str, n_key: str) -> float:
+        rates = []
+        for rep in range(args.reps):
+            spans = [r["windows"][kind][rep] for r in results]
+            wall = max(e for _, e in spans) - min(s for s, _ in spans)
+            rates.append(sum(r[n_key] for r in results) / wall)
+        return max(rates)
+
+    return best("act", "n_act"), best("fit", "n_fit"), threads
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default=DEFAULT_TASKS)
@@ -115,7 +187,12 @@ def main() -> None:
     ap.add_argument("--memory-mode", default="encoder", choices=("encoder", "heads"),
                     help="SmallPolicy(memory_mode=...): earlier screens' elements in the encoder or heads")
     ap.add_argument("--layers", type=int, default=2, help="SmallPolicy(layers=N): encoder layers")
+    ap.add_argument("--procs", type=int, default=1,
+                    help="also time N processes at once (--threads / N torch threads each), as compare.py's "
+                    "pairs run")
     args = ap.parse_args()
+    if args.procs < 1:
+        ap.error(f"--procs must be >= 1, got {args.procs}")
     torch.set_num_threads(args.threads)
     from algos.policies.small import SmallPolicy
     from voyager_gym.env import app_names
@@ -175,6 +252,7 @@ def main() -> None:
     sft_ref = len(ref) / t_ref
 
     gflops, m_iters = machine_speed(args.reps)
+    par = parallel_rates(args) if args.procs > 1 else None
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
     print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, torch threads "
           f"{torch.get_num_threads()}, memory "
@@ -188,11 +266,18 @@ def main() -> None:
           f"{feat_fresh:6.0f} samples/s, the same objects (training epochs) {feat_same:6.0f} samples/s")
     print(f"machine now: linear [1088,96]x[96,288] {gflops:5.0f} GFLOP/s on {torch.get_num_threads()} "
           f"threads, Python dict loop {m_iters:5.1f} M iterations/s")
+    extra = {}
+    if par is not None:
+        p_act, p_fit, p_threads = par
+        print(f"{args.procs} processes x {p_threads} torch thread(s) at once (as compare.py's pairs), "
+              f"combined: act {p_act:8.0f} actions/s ({p_act / act_rate:4.2f}x one process above), fit_sft "
+              f"{p_fit:8.0f} samples/s ({p_fit / sft_rate:4.2f}x)")
+        extra = {"procs": args.procs, "procs_act_per_s": round(p_act), "procs_sft_per_s": round(p_fit)}
     print(json.dumps({"samples": len(samples), "act_per_s": round(act_rate), "act_ref_per_s": round(act_ref),
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
                       "featurise_per_s": round(feat_fresh), "params": n_params,
                       "machine_gflops": round(gflops, 1), "machine_py_miters": round(m_iters, 2),
-                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers}))
+                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers, **extra}))
 
 
 if __name__ == "__main__":

@@ -83,12 +83,15 @@ def best_time(fn, reps: int) -> float:
     return min(times)
 
 
-def machine_speed(reps: int) -> tuple[float, float]:
+def machine_speed(reps: int) -> tuple[float, float, float]:
     """How fast this machine is right now, on two fixed workloads that stand for the policy's two halves: an
     fp32 linear of the encoder's shape ([1088, 96] x [96, 288], torch's threads) in GFLOP/s, and a pure-Python
     dictionary-and-tuple loop (what featurising does) in millions of iterations/s. The machines these
     benchmarks run on are shared VMs whose speed swings ~2x within a day; these two figures, printed beside
-    the policy's, tell a slow spell from a slower policy."""
+    the policy's, tell a slow spell from a slower policy. Third, the same product by numpy's BLAS (OpenBLAS
+    in numpy's wheels), in GFLOP/s: torch's CPU build multiplies with MKL, which on some CPUs (AMD's, seen
+    here) runs these small shapes at about half OpenBLAS's speed, so a low torch figure beside a high numpy
+    one says the CPU's maker, not its load, is the cause."""
     import torch.nn.functional as F
 
     gen = torch.Generator().manual_seed(0)
@@ -98,6 +101,9 @@ def machine_speed(reps: int) -> tuple[float, float]:
     n = 200
     t_mm = best_time(lambda: [F.linear(x, w, b) for _ in range(n)], reps)
     gflops = 2 * 1088 * 96 * 288 * n / t_mm / 1e9
+    xn, wn, bn = x.numpy(), w.numpy().T.copy(), b.numpy()
+    t_np = best_time(lambda: [xn @ wn + bn for _ in range(n)], reps)
+    np_gflops = 2 * 1088 * 96 * 288 * n / t_np / 1e9
     keys = [(f"w{i}", i % 7) for i in range(1000)]
 
     def py_loop() -> None:
@@ -107,7 +113,7 @@ def machine_speed(reps: int) -> tuple[float, float]:
                 d[k] = d.get(k, 0) + 1
 
     m_iters = 100 * len(keys) / best_time(py_loop, reps) / 1e6
-    return gflops, m_iters
+    return gflops, m_iters, np_gflops
 
 
 def _parallel_worker(args: argparse.Namespace, threads: int, barrier, out) -> None:
@@ -251,7 +257,7 @@ def main() -> None:
     t_ref = best_time(sft_loop, max(1, args.reps // 2))
     sft_ref = len(ref) / t_ref
 
-    gflops, m_iters = machine_speed(args.reps)
+    gflops, m_iters, np_gflops = machine_speed(args.reps)
     par = parallel_rates(args) if args.procs > 1 else None
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
     print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, torch threads "
@@ -265,7 +271,7 @@ def main() -> None:
     print(f"featurise: first sight {feat_cold:6.0f} samples/s, seen values in new objects (a rollout) "
           f"{feat_fresh:6.0f} samples/s, the same objects (training epochs) {feat_same:6.0f} samples/s")
     print(f"machine now: linear [1088,96]x[96,288] {gflops:5.0f} GFLOP/s on {torch.get_num_threads()} "
-          f"threads, Python dict loop {m_iters:5.1f} M iterations/s")
+          f"threads (numpy's BLAS: {np_gflops:5.0f}), Python dict loop {m_iters:5.1f} M iterations/s")
     extra = {}
     if par is not None:
         p_act, p_fit, p_threads = par
@@ -276,7 +282,8 @@ def main() -> None:
     print(json.dumps({"samples": len(samples), "act_per_s": round(act_rate), "act_ref_per_s": round(act_ref),
                       "sft_per_s": round(sft_rate), "sft_ref_per_s": round(sft_ref),
                       "featurise_per_s": round(feat_fresh), "params": n_params,
-                      "machine_gflops": round(gflops, 1), "machine_py_miters": round(m_iters, 2),
+                      "machine_gflops": round(gflops, 1), "machine_numpy_gflops": round(np_gflops, 1),
+                      "machine_py_miters": round(m_iters, 2),
                       "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers, **extra}))
 
 

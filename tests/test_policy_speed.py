@@ -16,7 +16,7 @@ def test_policy_speed_prints_rates_ratios_the_machine_speed_and_processes_at_onc
                          timeout=300, check=True).stdout
     fig = json.loads(out.strip().splitlines()[-1])
     for key in ("act_per_s", "act_ref_per_s", "sft_per_s", "sft_ref_per_s", "machine_gflops",
-                "machine_py_miters", "procs_act_per_s", "procs_sft_per_s"):
+                "machine_py_miters", "machine_numpy_gflops", "procs_act_per_s", "procs_sft_per_s"):
         assert fig[key] > 0, (key, fig)
     assert "machine now: linear" in out and "target >= 2,000" in out
     assert fig["layers"] == 1 and "encoder layers 1," in out  # the network it timed (policy.layers)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import queue
 import time
 
 import torch
@@ -163,11 +164,18 @@ def parallel_rates(args: argparse.Namespace) -> tuple[float, float, int]:
              for _ in range(args.procs)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=3600) for _ in procs]
+    results: list[dict] = []
+    while len(results) < len(procs):  # a worker that dies would leave the others waiting at the barrier
+        try:
+            results.append(out.get(timeout=1.0))
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                for p in procs:
+                    p.kill()
+                raise RuntimeError(f"a --procs worker exited with code {dead[0]}") from None
     for p in procs:
         p.join()
-        if p.exitcode != 0:
-            raise RuntimeError(f"a --procs worker exited with code {p.exitcode}")
 
     def best(kind: str, n_key: str) -> float:
         rates = []

@@ -27,3 +27,21 @@ def test_policy_speed_refuses_a_process_count_below_one():
     bad = subprocess.run([sys.executable, SCRIPT, "--procs", "0"], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert bad.returncode == 2 and "--procs must be >= 1, got 0" in bad.stderr
+
+
+def test_a_worker_that_dies_ends_the_parallel_run_with_its_exit_code(capfd):
+    import argparse
+
+    import pytest
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # (spawned workers import the script by this path too)
+    try:
+        import policy_speed
+
+        args = argparse.Namespace(tasks="NoSuchTask", seeds=1, procs=2, threads=2, reps=1, batch=8, epochs=1,
+                                  memory=0, memory_mode="encoder", layers=1)
+        with pytest.raises(RuntimeError, match="a --procs worker exited with code 1"):
+            policy_speed.parallel_rates(args)  # (it waited on the result queue for an hour before)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert "NoSuchTask" in capfd.readouterr().err  # the workers died of the bad task, not of an import

@@ -41,7 +41,7 @@ RESUME_NEUTRAL = (
 )
 # config keys added after run folders were written without them, each with the value that does what those runs
 # did: a stored config without one reads as having it, so resuming an older run is not a change of identity
-ADDED_KEYS: dict[str, Any] = {"policy.layers": 2}
+ADDED_KEYS: dict[str, Any] = {"policy.layers": 2, "policy.d_model": 96}
 MANIFEST = "manifest.json"
 _CKPT_NAME = re.compile(r"it_\d+")
 

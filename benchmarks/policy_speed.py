@@ -17,6 +17,7 @@ figure (its reference).
                                       [--memory K]   (SmallPolicy(memory=K): earlier screens' elements too)
                                       [--memory-mode encoder|heads]   (how they are read)
                                       [--layers N]   (SmallPolicy(layers=N): encoder layers, default 2)
+                                      [--d-model D]   (SmallPolicy(d_model=D): state width, default 96)
                                       [--procs N]   (also N processes at once, --threads / N threads each)
 """
 
@@ -129,7 +130,7 @@ def _parallel_worker(args: argparse.Namespace, threads: int, barrier, out) -> No
 
     def new_policy() -> SmallPolicy:
         return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
-                           layers=args.layers)
+                           layers=args.layers, d_model=args.d_model)
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
@@ -201,6 +202,7 @@ def main() -> None:
     ap.add_argument("--memory-mode", default="encoder", choices=("encoder", "heads"),
                     help="SmallPolicy(memory_mode=...): earlier screens' elements in the encoder or heads")
     ap.add_argument("--layers", type=int, default=2, help="SmallPolicy(layers=N): encoder layers")
+    ap.add_argument("--d-model", type=int, default=96, help="SmallPolicy(d_model=D): width of its states")
     ap.add_argument("--procs", type=int, default=1,
                     help="also time N processes at once (--threads / N torch threads each), as compare.py's "
                     "pairs run")
@@ -213,7 +215,7 @@ def main() -> None:
 
     def new_policy() -> SmallPolicy:
         return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
-                           layers=args.layers)
+                           layers=args.layers, d_model=args.d_model)
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
@@ -268,7 +270,8 @@ def main() -> None:
     gflops, m_iters, np_gflops = machine_speed(args.reps)
     par = parallel_rates(args) if args.procs > 1 else None
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
-    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, torch threads "
+    print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, width "
+          f"{pol.model.blocks[0].qkv.in_features}, torch threads "
           f"{torch.get_num_threads()}, memory "
           f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
@@ -292,7 +295,8 @@ def main() -> None:
                       "featurise_per_s": round(feat_fresh), "params": n_params,
                       "machine_gflops": round(gflops, 1), "machine_numpy_gflops": round(np_gflops, 1),
                       "machine_py_miters": round(m_iters, 2),
-                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers, **extra}))
+                      "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers,
+                      "d_model": pol.model.blocks[0].qkv.in_features, **extra}))
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
     p = cfg.policy
     if p.name == "small":
         return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory,
-                           memory_mode=p.memory_mode, layers=p.layers)
+                           memory_mode=p.memory_mode, layers=p.layers, d_model=p.d_model)
     if p.name == "hf":
         from algos.policies.hf import HFPolicy
 
@@ -196,6 +196,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         **({"memory_mode": cfg.policy.memory_mode} if cfg.policy.memory_mode != "encoder" else {}),
         # (keys made before policy.layers existed, for the depth those caches have, stay as they were)
         **({"layers": cfg.policy.layers} if cfg.policy.layers != ADDED_KEYS["policy.layers"] else {}),
+        **({"d_model": cfg.policy.d_model} if cfg.policy.d_model != ADDED_KEYS["policy.d_model"] else {}),
         "hf_model": cfg.policy.hf_model,
         "base": vars(cfg.base),
         "tasks": tasks,

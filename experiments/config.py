@@ -145,6 +145,8 @@ class PolicyConfig:
     # the encoder) or heads (only the copy, list, quantity and sum heads read them; ~1.4x faster than encoder)
     layers: int = 2  # policy=small: encoder layers over CLS, history and elements (1: ~1.13x faster acting
     # and ~1.3x faster training, but a lower ceiling: see the README's "Policy headroom")
+    d_model: int = 96  # policy=small: width of its states (a multiple of its 4 attention heads; 64: ~1.1x
+    # faster acting and ~1.3x faster training; see the README's "Policy headroom" for what it reaches)
 
     def __post_init__(self) -> None:
         _choice("policy.name", self.name, ("small", "hf", "expert", "random"))
@@ -152,6 +154,9 @@ class PolicyConfig:
             raise ValueError(f"policy.memory={self.memory!r}: expected 0 to 64 (algos.prompt.SEEN_MAX)")
         _choice("policy.memory_mode", self.memory_mode, ("encoder", "heads"))
         _at_least("policy.layers", self.layers, 1)
+        if self.d_model < 4 or self.d_model % 4:
+            raise ValueError(f"policy.d_model={self.d_model!r}: expected a positive multiple of 4 (the small "
+                             "policy's attention heads)")
 
 
 @dataclasses.dataclass

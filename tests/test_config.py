@@ -75,6 +75,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),
         (["policy.memory=65"], C.TrainConfig, "policy.memory=65: expected 0 to 64"),
         (["policy.layers=0"], C.TrainConfig, "policy.layers=0: expected a value >= 1"),
+        (["policy.d_model=30"], C.TrainConfig, "policy.d_model=30: expected a positive multiple of 4"),
         (["base.lr_schedule=cosine"], C.PretrainConfig,
          "base.lr_schedule='cosine': expected one of constant, linear"),
         (["policy=small"], C.EvalConfig, "policy=small needs policy.path="),
@@ -232,3 +233,14 @@ def test_policy_layers_reach_the_policy_and_key_its_own_cache():
     assert len(new_policy(one, env).model.blocks) == 1 and len(new_policy(two, env).model.blocks) == 2
     assert new_policy(one, env).config["layers"] == 1  # saved with the weights: a checkpoint reloads as built
     assert base_key(one, ["SystemWifiTurnOn"]) != base_key(two, ["SystemWifiTurnOn"])
+
+
+def test_policy_width_reaches_the_policy_and_keys_its_own_cache():
+    from experiments.common import base_key, new_policy
+    from voyager_gym.env import VoyagerEnv
+
+    wide, narrow = C.parse([], C.TrainConfig), C.parse(["policy.d_model=64"], C.TrainConfig)
+    env = VoyagerEnv(observation_mode="elements")
+    assert new_policy(narrow, env).config["d_model"] == 64 and new_policy(wide, env).config["d_model"] == 96
+    assert new_policy(narrow, env).model.blocks[0].qkv.in_features == 64  # the network built, not the record
+    assert base_key(narrow, ["SystemWifiTurnOn"]) != base_key(wide, ["SystemWifiTurnOn"])

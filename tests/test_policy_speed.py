@@ -11,7 +11,8 @@ SCRIPT = str(ROOT / "benchmarks" / "policy_speed.py")
 
 def test_policy_speed_prints_rates_ratios_the_machine_speed_and_processes_at_once():
     args = ["--tasks", "OpenAppTaskEval,SystemWifiTurnOn", "--seeds", "1", "--reps", "2", "--epochs", "1",
-            "--loop-samples", "4", "--batch", "8", "--threads", "2", "--layers", "1", "--procs", "2"]
+            "--loop-samples", "4", "--batch", "8", "--threads", "2", "--layers", "1", "--procs", "2",
+            "--d-model", "64"]
     out = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=ROOT,
                          timeout=300, check=True).stdout
     fig = json.loads(out.strip().splitlines()[-1])
@@ -20,6 +21,7 @@ def test_policy_speed_prints_rates_ratios_the_machine_speed_and_processes_at_onc
         assert fig[key] > 0, (key, fig)
     assert "machine now: linear" in out and "target >= 2,000" in out
     assert fig["layers"] == 1 and "encoder layers 1," in out  # the network it timed (policy.layers)
+    assert fig["d_model"] == 64 and "width 64," in out
     assert fig["procs"] == 2 and "2 processes x 1 torch thread(s) at once" in out
 
 

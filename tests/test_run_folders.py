@@ -48,7 +48,7 @@ def test_a_run_stored_before_a_key_was_added_resumes_as_itself(tmp_path):
     out = tmp_path / "cmp"
     cfg = parse_compare([f"out_dir={out}", "preset=smoke", "algo=grpo", "seeds=1"])
     old = pair_config(cfg, "grpo", 0)
-    del old["policy"]["layers"]  # as written before policy.layers existed
+    del old["policy"]["layers"], old["policy"]["d_model"]  # as written before those keys existed
     pair = out / "runs" / "grpo-s0"
     Run(pair, old, wandb_mode="disabled").close()
     (pair / "done").write_text(json.dumps({"budget": cfg.budget}))
@@ -58,6 +58,9 @@ def test_a_run_stored_before_a_key_was_added_resumes_as_itself(tmp_path):
     assert pair_status(one, "grpo", 0, out) == "rerun"
     with pytest.raises(RunFolderError, match="policy.layers: 2 -> 1"):
         Run(pair, pair_config(one, "grpo", 0), wandb_mode="disabled")
+    narrow = parse_compare([f"out_dir={out}", "preset=smoke", "algo=grpo", "seeds=1", "policy.d_model=64"])
+    with pytest.raises(RunFolderError, match="policy.d_model: 96 -> 64"):
+        Run(pair, pair_config(narrow, "grpo", 0), wandb_mode="disabled")
 
 
 # -- lock --------------------------------------------------------------------------------------------------

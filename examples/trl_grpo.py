@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "tool_calls_last_batch": sum(len(e.transcript) for e in envs),
         "ended_with_status": sum(e.done and e.transcript[-1]["tool"] == "status" for e in episodes),
         "last_batch_rewards": [e.get_reward() for e in envs],
+        # GRPO learns only from a group whose rollouts scored differently (the others' advantages are 0)
+        "steps_with_mixed_groups": sum(h.get("frac_reward_zero_std", 1.0) < 1.0 - 1e-6 for h in logs),
         "params_changed_by_grpo": f"{changed}/{len(after)}",
         "seconds": round(time.perf_counter() - t0, 1),
         "grpo_seconds": round(t_grpo, 1),

@@ -118,39 +118,45 @@ def machine_speed(reps: int) -> tuple[float, float, float]:
     return gflops, m_iters, np_gflops
 
 
+def new_policy(args: argparse.Namespace):
+    """The SmallPolicy the command line asks for (seed 0)."""
+    from algos.policies.small import SmallPolicy
+    from voyager_gym.env import app_names
+
+    return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
+                       layers=args.layers, d_model=args.d_model)
+
+
+def act_batches(pol, xs: list, batch: int) -> None:
+    """`pol.act` over `xs` in batches of `batch`."""
+    for i in range(0, len(xs), batch):
+        pol.act(xs[i : i + batch])
+
+
 def _parallel_worker(args: argparse.Namespace, threads: int, barrier, out) -> None:
     """One of --procs processes: its own policies on the same samples; each timed run starts at the barrier
     and reports its (start, end) on the shared monotonic clock."""
     import gc
 
     torch.set_num_threads(threads)
-    from algos.policies.small import SmallPolicy
     from algos.timing import collector_paused
-    from voyager_gym.env import app_names
-
-    def new_policy() -> SmallPolicy:
-        return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
-                           layers=args.layers, d_model=args.d_model)
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
-    pol, fit_pol = new_policy(), new_policy()
+    pol, fit_pol = new_policy(args), new_policy(args)
     pol.act(xs[: args.batch])
     fit_pol.fit_sft(samples, epochs=1, seed=0)
-    copies = [[fresh_copy(x) for x in xs] for _ in range(args.reps)]
-    windows: dict[str, list] = {"act": [], "fit": []}
-    for kind in ("act", "fit"):
-        for rep in range(args.reps):
+    copies = iter([[fresh_copy(x) for x in xs] for _ in range(args.reps)])
+    runs = {"act": lambda: act_batches(pol, next(copies), args.batch),
+            "fit": lambda: fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)}
+    windows: dict[str, list] = {kind: [] for kind in runs}
+    for kind, run in runs.items():
+        for _ in range(args.reps):
             gc.collect()
             barrier.wait()
             with collector_paused():
                 t0 = time.monotonic()
-                if kind == "act":
-                    ys = copies[rep]
-                    for i in range(0, len(ys), args.batch):
-                        pol.act(ys[i : i + args.batch])
-                else:
-                    fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)
+                run()
                 windows[kind].append((t0, time.monotonic()))
     out.put({"n_act": len(xs), "n_fit": len(samples) * args.epochs, "windows": windows})
 
@@ -210,50 +216,40 @@ def main() -> None:
     if args.procs < 1:
         ap.error(f"--procs must be >= 1, got {args.procs}")
     torch.set_num_threads(args.threads)
-    from algos.policies.small import SmallPolicy
-    from voyager_gym.env import app_names
-
-    def new_policy() -> SmallPolicy:
-        return SmallPolicy(app_names("simdroid"), seed=0, memory=args.memory, memory_mode=args.memory_mode,
-                           layers=args.layers, d_model=args.d_model)
 
     samples = collect(args.tasks.split(","), args.seeds)
     xs = [x for x, _ in samples]
     n_el = sum(len(x.elements) for x in xs) / len(xs)
     print(f"{len(samples)} expert steps from {len(args.tasks.split(','))} tasks x {args.seeds} seeds "
           f"(mean {n_el:.1f} elements per screen)")
-    cold_pol = new_policy()
+    cold_pol = new_policy(args)
     t0 = time.perf_counter()
     cold_pol.featurize(xs)
     feat_cold = len(xs) / (time.perf_counter() - t0)  # first sight of every goal, element and action text
 
-    pol = new_policy()
+    pol = new_policy(args)
     n_params = sum(p.numel() for p in pol.model.parameters())
     n_layers = len(pol.model.blocks)  # as built (the network timed), not as asked
+    width = pol.model.blocks[0].qkv.in_features
     pol.act(xs[: args.batch])  # warm-up (first-call allocations, value caches)
     # a rollout's observations are new objects each step: act on fresh copies (equal values) every repetition
     copies = iter([[fresh_copy(x) for x in xs] for _ in range(args.reps)])
 
-    def act_all() -> None:
-        ys = next(copies)
-        for i in range(0, len(ys), args.batch):
-            pol.act(ys[i : i + args.batch])
-
-    act_rate = len(xs) / best_time(act_all, args.reps)
+    act_rate = len(xs) / best_time(lambda: act_batches(pol, next(copies), args.batch), args.reps)
     loop = xs[: args.loop_samples]
     act_ref = len(loop) / best_time(lambda: [pol.act([x]) for x in loop], max(1, args.reps // 2))
     ys = [fresh_copy(x) for x in xs]
     feat_fresh = len(xs) / best_time(lambda: pol.featurize(ys), 1)
     feat_same = len(xs) / best_time(lambda: pol.featurize(xs), args.reps)  # the same objects again (epochs)
 
-    fit_pol = new_policy()
+    fit_pol = new_policy(args)
     fit_pol.fit_sft(samples, epochs=1, seed=0)  # warm-up: optimizer state, first-call allocations
     losses = []
     t_fit = best_time(lambda: losses.append(fit_pol.fit_sft(samples, epochs=args.epochs, seed=0)["loss"]),
                       args.reps)
     sft_rate = len(samples) * args.epochs / t_fit
 
-    ref_pol = new_policy()
+    ref_pol = new_policy(args)
     opt = torch.optim.Adam(ref_pol.model.parameters(), lr=1e-3)
     ref = samples[: args.loop_samples]
 
@@ -271,7 +267,7 @@ def main() -> None:
     par = parallel_rates(args) if args.procs > 1 else None
     n_seen = sum(len(x.seen[-args.memory :]) if args.memory else 0 for x in xs) / len(xs)
     print(f"SmallPolicy: {n_params / 1e6:.2f}M parameters, encoder layers {n_layers}, width "
-          f"{pol.model.blocks[0].qkv.in_features}, torch threads "
+          f"{width}, torch threads "
           f"{torch.get_num_threads()}, memory "
           f"{args.memory} {args.memory_mode} (mean {n_seen:.1f} earlier-screen elements read per step)")
     print(f"act      batch {args.batch}: {act_rate:8.0f} actions/s   reference (per-sample loop, act([x])): "
@@ -296,7 +292,7 @@ def main() -> None:
                       "machine_gflops": round(gflops, 1), "machine_numpy_gflops": round(np_gflops, 1),
                       "machine_py_miters": round(m_iters, 2),
                       "memory": args.memory, "memory_mode": args.memory_mode, "layers": n_layers,
-                      "d_model": pol.model.blocks[0].qkv.in_features, **extra}))
+                      "d_model": width, **extra}))
 
 
 if __name__ == "__main__":

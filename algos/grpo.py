@@ -143,6 +143,7 @@ class GRPO(Algorithm):
         rng = np.random.default_rng(seed)
         keys = ("loss", "pg", "kl", "clip", "approx_kl", "ratio", "gn")
         log: dict[str, list[float]] = {k: [] for k in keys}
+        extra_log: dict[str, list[float]] = {}  # metrics of the subclass's extra term, per gradient step
         for _ in range(cfg.epochs):
             for idx in minibatches(len(steps), cfg.minibatch_size, rng):
                 lp = policy.evaluate_actions([inputs[i] for i in idx], [responses[i] for i in idx]).logprob
@@ -153,6 +154,11 @@ class GRPO(Algorithm):
                     kl = k3_kl(lp, ref_lp[it]).mean()
                     loss = loss + cfg.beta * kl
                     log["kl"].append(kl.item())
+                extra, extra_metrics = self.extra_loss(policy)
+                if extra is not None:
+                    loss = loss + extra
+                for k, v in extra_metrics.items():
+                    extra_log.setdefault(k, []).append(v)
                 log["gn"].append(optimizer_step(opt, loss, cfg.max_grad_norm))
                 log["loss"].append(loss.item())
                 log["pg"].append(pg.mean().item())
@@ -168,8 +174,15 @@ class GRPO(Algorithm):
             "charts/ratio_mean": mean(log["ratio"]),
             "charts/grad_norm": mean(log["gn"]),
             "charts/adv_abs": float(adv.abs().mean()),
+            **{k: mean(v) for k, v in extra_log.items()},
         })
         return metrics
+
+    def extra_loss(self, policy: Policy) -> tuple[torch.Tensor | None, dict[str, float]]:
+        """A differentiable term a subclass adds to every minibatch's loss, and metrics of it (averaged over
+        the update's gradient steps); GRPO adds none. Called once per gradient step, after GRPO's own terms
+        are computed."""
+        return None, {}
 
     def state(self) -> dict[str, Any]:
         return {REFERENCE: self.reference} if self.reference is not None else {}

@@ -1,8 +1,9 @@
 """Every algorithm of the shared loop (`algos/loop.py`) in one table: its name, class and config class.
 
 The entry points build algorithms from here (`make_algorithm`) and the configuration has one section per
-registered name. sb3-ppo is not in it: it trains with Stable-Baselines3's own loop on a fixed-size wrapper
-of the env (`algos/sb3_ppo.py`), not with this loop, and the comparison runs it as a separate baseline.
+registered name (`config_section`: the name with "-" as "_", so `grsd-grpo` is configured by `grsd_grpo.*`).
+sb3-ppo is not in it: it trains with Stable-Baselines3's own loop on a fixed-size wrapper of the env
+(`algos/sb3_ppo.py`), not with this loop, and the comparison runs it as a separate baseline.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from algos.gigpo import GiGPO, GiGPOConfig
 from algos.grpo import GRPO, GRPOConfig
 from algos.grsd import GRSD, GRSDConfig
+from algos.grsd_grpo import GRSDGRPO, GRSDGRPOConfig
 from algos.loop import Algorithm, LoopConfig
 from algos.ppo import PPO, PPOConfig
 from algos.rft import RFT, RFTConfig
@@ -21,20 +23,37 @@ from algos.vine import Vine, VineConfig
 
 @dataclasses.dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm: built as `cls(config)`, configured by the config section `name`."""
+    """A registered algorithm: built as `cls(config)`, configured by the config section `section`."""
 
     name: str
     cls: type[Algorithm]
     config: type[LoopConfig]
 
+    @property
+    def section(self) -> str:
+        return config_section(self.name)
+
 
 _ALGORITHMS: dict[str, AlgorithmSpec] = {}
+
+
+def config_section(name: str) -> str:
+    """The config section (a dataclass field, so an identifier) that configures algorithm `name`: its name
+    with "-" written "_" (`grsd-grpo` -> `grsd_grpo`)."""
+    return name.replace("-", "_")
 
 
 def register_algorithm(cls: type[Algorithm], config: type[LoopConfig]) -> None:
     """Add an algorithm under its class's `name` (registered once)."""
     if cls.name in _ALGORITHMS:
         raise ValueError(f"algorithm {cls.name!r} is already registered")
+    if not config_section(cls.name).isidentifier():
+        raise ValueError(f"algorithm name {cls.name!r}: expected letters, digits, '_' and '-' only (its "
+                         f"config section {config_section(cls.name)!r} must be an identifier)")
+    clash = [a for a in _ALGORITHMS if config_section(a) == config_section(cls.name)]
+    if clash:
+        raise ValueError(f"algorithm {cls.name!r} would share config section {config_section(cls.name)!r} "
+                         f"with {clash[0]!r}")
     _ALGORITHMS[cls.name] = AlgorithmSpec(cls.name, cls, config)
 
 
@@ -60,5 +79,5 @@ def make_algorithm(name: str, cfg: Any = None) -> Algorithm:
 
 
 for _cls, _config in ((RFT, RFTConfig), (GRSD, GRSDConfig), (GRPO, GRPOConfig), (PPO, PPOConfig),
-                      (GiGPO, GiGPOConfig), (Vine, VineConfig)):
+                      (GiGPO, GiGPOConfig), (Vine, VineConfig), (GRSDGRPO, GRSDGRPOConfig)):
     register_algorithm(_cls, _config)

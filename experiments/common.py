@@ -241,10 +241,11 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
 
 # -- algorithms -------------------------------------------------------------------------------------------
 def make_algorithm(cfg: Any, name: str | None = None) -> Any:
-    """The `Algorithm` for `name` (default cfg.algo), configured by the config section of the same name."""
+    """The `Algorithm` for `name` (default cfg.algo), configured by its config section (`grsd-grpo` by
+    `grsd_grpo`: registry.config_section)."""
     name = name or cfg.algo
     try:
-        return registry.make_algorithm(name, getattr(cfg, name, None))
+        return registry.make_algorithm(name, getattr(cfg, registry.config_section(name), None))
     except ValueError as e:
         raise SystemExit(str(e)) from None
 

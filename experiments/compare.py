@@ -37,6 +37,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from algos.registry import config_section
 from experiments.config import SB3, CompareConfig, as_dict, parse, run_config
 
 
@@ -190,7 +191,7 @@ def pair_seconds(cfg: CompareConfig, algo: str) -> float | None:
     if (list(cfg.tasks) != ["all"] or cfg.policy.name != "small" or cfg.env.backend != "simdroid"
             or cfg.env.workers > 0 or algo not in PAIR_SECONDS):
         return None
-    sec = getattr(cfg, algo)
+    sec = getattr(cfg, config_section(algo))
     steps = cfg.budget + 0.5 * sec.instances_per_iter * sec.group_size * 7.5
     lin, quad = PAIR_SECONDS[algo]
     return PAIR_OVERHEAD_S + lin * steps + quad * steps**2

@@ -2,13 +2,14 @@
 
 Parts: the run (seed, folders, logging), the suite (tasks, held-out instances), `env.*` (where episodes run),
 `policy.*` (which policy), `base.*` (the BC base policy) and one section per algorithm (`rft.*`, `grsd.*`,
-`grpo.*`, `ppo.*`, `gigpo.*`). train, pretrain, evaluate and compare each take the parts they use, so a key
-means the same thing everywhere. Overrides are checked by OmegaConf: an unknown key, a value of the wrong type
-or a choice outside its options is an error that names the key, the value and what is allowed. Lists take
-either form (`tasks=[A,B]` or `tasks=A,B`), maps `k=v,k2=v2` or `{k: v}`; a section with a `name` can be
-picked by its name (`policy=hf` is `policy.name=hf`). `preset=NAME` applies a named set of overrides first
-(the user's own overrides win). `--help` lists every key with its type, default and meaning, read from this
-file's and the algorithm modules' field comments, so it cannot drift from the code.
+`grpo.*`, `ppo.*`, `gigpo.*`, `vine.*`, and `grsd_grpo.*` for algo=grsd-grpo: algos.registry.config_section).
+train, pretrain, evaluate and compare each take the parts they use, so a key means the same thing everywhere.
+Overrides are checked by OmegaConf: an unknown key, a value of the wrong type or a choice outside its options
+is an error that names the key, the value and what is allowed. Lists take either form (`tasks=[A,B]` or
+`tasks=A,B`), maps `k=v,k2=v2` or `{k: v}`; a section with a `name` can be picked by its name (`policy=hf` is
+`policy.name=hf`). `preset=NAME` applies a named set of overrides first (the user's own overrides win).
+`--help` lists every key with its type, default and meaning, read from this file's and the algorithm modules'
+field comments, so it cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ from omegaconf.errors import OmegaConfBaseException
 from algos.gigpo import GiGPOConfig
 from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
+from algos.grsd_grpo import GRSDGRPOConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
-from algos.registry import algorithm_names
+from algos.registry import algorithm_names, config_section
 from algos.rft import RFTConfig
 from algos.vine import VineConfig
 
 # Trainable by train.py: the registered algorithms (algos/registry.py), each set by the config section of its
 # name; compare.py also runs sb3-ppo, a separate baseline with its own training loop (algos/sb3_ppo.py)
 ALGORITHMS = tuple(algorithm_names())
+SECTIONS = tuple(config_section(a) for a in ALGORITHMS)  # their config sections, in the same order
 SB3 = "sb3-ppo"
 
 
@@ -219,18 +222,20 @@ class AlgosPart:
         default_factory=lambda: GRSDConfig(rft_pool=True, demos=True, max_rft_samples=8000))
     gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
     vine: VineConfig = dataclasses.field(default_factory=VineConfig)
+    grsd_grpo: GRSDGRPOConfig = dataclasses.field(default_factory=GRSDGRPOConfig)  # algo=grsd-grpo
 
     def __post_init__(self) -> None:
         """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
-        for name in ALGORITHMS:
+        for name in SECTIONS:
             section = getattr(self, name)
             for key in ("iterations", "instances_per_iter", "group_size", "eval_every", "epochs",
-                        "minibatch_size", "fork_repeat"):
+                        "minibatch_size", "fork_repeat", "fork_minibatch"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 1)
             for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks",
                         "max_rft_samples", "thumb_width", "balance", "clip_low", "clip_high", "beta", "eps",
-                        "max_grad_norm", "vf_coef", "vf_clip", "ent_coef", "rft_ratio", "step_weight"):
+                        "max_grad_norm", "vf_coef", "vf_clip", "ent_coef", "rft_ratio", "step_weight",
+                        "fork_coef"):
                 if hasattr(section, key):
                     _at_least(f"{name}.{key}", getattr(section, key), 0)
             if not section.lr > 0:
@@ -265,7 +270,7 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine
+    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine | grsd-grpo
     budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
@@ -282,7 +287,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, gigpo, vine, sb3-ppo
+    # compared: rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
     budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
@@ -332,9 +337,9 @@ SMOKE_TASKS = "tasks=[SystemWifiTurnOn,SystemBluetoothTurnOff,OpenAppTaskEval,Sy
 SMOKE_BASE = [SMOKE_TASKS, "env.num_envs=8", "eval_n_per_task=2", "base.demos_per_task=2", "base.epochs=4"]
 SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minute or two
     *SMOKE_BASE,
-    *[f"{a}.{k}" for a in ALGORITHMS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
+    *[f"{a}.{k}" for a in SECTIONS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
-COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine")
+COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine", "grsd_grpo")
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")
@@ -466,7 +471,7 @@ def run_config(cfg: Any, algo: str | None = None, seed: int | None = None) -> di
     """The config a run folder of `algo` (default cfg.algo) with `seed` stores: the resolved config without
     the other algorithms' sections, which cannot change this run (its identity, see algos/run.py)."""
     algo = algo or cfg.algo
-    d = {k: v for k, v in as_dict(cfg).items() if k not in ALGORITHMS or k == algo}
+    d = {k: v for k, v in as_dict(cfg).items() if k not in SECTIONS or k == config_section(algo)}
     d["algo"] = algo
     if seed is not None:
         d["seed"] = seed

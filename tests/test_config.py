@@ -68,7 +68,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["algo=grsd,grpo"], C.TrainConfig,
          "algo='grsd,grpo': expected one of rft, grsd, grpo, ppo, gigpo, vine"),
         (["algo=grsd,dpo"], C.CompareConfig,
-         "algo='dpo': expected one of rft, grsd, grpo, ppo, gigpo, vine, sb3-ppo"),
+         "algo='dpo': expected one of rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, sb3-ppo"),
         (["preset=huge"], C.CompareConfig, "preset='huge': expected one of default, paper, smoke"),
         (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected a value >= 1"),
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
@@ -147,7 +147,8 @@ def test_every_registered_algorithm_has_its_config_section():
 
     sections = typing.get_type_hints(C.AlgosPart)
     assert C.ALGORITHMS == tuple(algorithm_names())
-    assert sections == {a: algorithm_spec(a).config for a in C.ALGORITHMS}
+    assert sections == {algorithm_spec(a).section: algorithm_spec(a).config for a in C.ALGORITHMS}
+    assert C.SECTIONS == tuple(algorithm_spec(a).section for a in C.ALGORITHMS)
     cfg = C.parse(["grpo.lr=3e-4"], C.TrainConfig)
     assert make_algorithm("grpo", cfg.grpo).cfg.lr == 3e-4
     with pytest.raises(ValueError, match="unknown algo 'grpoo'; expected one of rft, grsd"):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.config import ALGORITHMS, PRESETS
+from experiments.config import PRESETS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -41,7 +41,7 @@ SMOKE = {  # per entry point: appended after the command's own overrides
 ANDROIDWORLD_SMOKE = ["tasks=[SystemWifiTurnOn,OpenAppTaskEval]", "env.transition_pause=0",
                       "env.screen_scale=0.05", "eval_n_per_task=1", "budget=8", "seeds=1", "workers=1",
                       # a VLM generates every action: 2 groups of 2 an iteration rather than 4 of 4
-                      *(f"{a}.{k}" for a in ALGORITHMS for k in ("instances_per_iter=2", "group_size=2"))]
+                      *(f"{a}.{k}" for a in SECTIONS for k in ("instances_per_iter=2", "group_size=2"))]
 EXAMPLE_SMOKE = {"trl_grpo": ["--steps", "1", "--sft-steps", "4", "--demos", "2"]}  # tests/test_examples.py
 # runs the example at its own size
 PLACEHOLDER = re.compile(r"/path/to/vlm")  # the README's stand-in for your own model

@@ -14,7 +14,10 @@ models of `algos.policies.tiny`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
+import math
 import random
 import tempfile
 from collections.abc import Iterator
@@ -34,20 +37,167 @@ VALUE_HEAD_FILE = "value_head.safetensors"  # the PPO value head, saved next to 
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")  # ChatML, Llama 3, Gemma, Phi
 TRUNCATED = "\n...(truncated)"
 TOKEN_ALIGNED_KEYS = {"token_type_ids", "mm_token_type_ids"}  # processor outputs with one entry per token
+STATUS_BAR_FRACTION = 96 / 2400  # SimDroid's status bar (voyager_gym.backends.sim.widgets.STATUS_H) per height
+
+
+QWEN_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")  # model types whose processor `qwen_vl_processor` stands in for
+
+
+@functools.cache
+def images_processor_class() -> type:
+    from transformers import Qwen3VLProcessor
+
+    class QwenVLImagesProcessor(Qwen3VLProcessor):
+        """Qwen3-VL's processor without its video processor, which needs torchvision (absent beside some torch
+        builds): screenshots go through the same image processor, vision tokens and chat template."""
+
+        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: str | None = None,
+                     **kwargs: Any):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+    return QwenVLImagesProcessor
+
+
+def qwen_vl_processor(image_processor: Any, tokenizer: Any, chat_template: str | None = None) -> Any:
+    """A Qwen-VL processor for images (`QwenVLImagesProcessor`) from its image processor and tokenizer."""
+    return images_processor_class()(image_processor=image_processor, tokenizer=tokenizer,
+               chat_template=chat_template or getattr(tokenizer, "chat_template", None))
 
 
 def load_pretrained(name: str | Path, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
-    """(model, processor) from a local directory or hub id: a VLM class when the config has a vision part."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor
+    """(model, processor) from a local directory or hub id: a VLM class when the config has a vision part. A
+    Qwen-VL whose full processor cannot be built here (no torchvision for its video processor) gets
+    `qwen_vl_processor` from its image processor and tokenizer."""
+    from transformers import (
+        AutoConfig,
+        AutoImageProcessor,
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        AutoTokenizer,
+    )
 
     config = AutoConfig.from_pretrained(name)
     is_vlm = getattr(config, "vision_config", None) is not None
     auto = AutoModelForImageTextToText if is_vlm else AutoModelForCausalLM
     if dtype is None:  # full precision on CPU; the checkpoint's own dtype (bf16 for Qwen) on accelerators
         dtype = torch.float32 if str(device) == "cpu" else "auto"
+    elif isinstance(dtype, str) and dtype != "auto":
+        dtype = torch_dtype(dtype)
     model = auto.from_pretrained(name, dtype=dtype)
-    processor = AutoProcessor.from_pretrained(name)
+    try:
+        processor = AutoProcessor.from_pretrained(name)
+    except (ValueError, TypeError, AttributeError, ImportError, OSError):
+        processor = None
+    if is_vlm and getattr(processor, "image_processor", None) is None:
+        if config.model_type not in QWEN_VL_TYPES:
+            raise ValueError(f"{name}: AutoProcessor built no image processor for this {config.model_type!r} "
+                             f"vision-language model (is torchvision missing?); expected one of {QWEN_VL_TYPES}"
+                             " or a checkpoint whose processor loads here")
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        template = Path(name) / "chat_template.jinja"
+        chat = template.read_text() if template.is_file() else None
+        processor = qwen_vl_processor(AutoImageProcessor.from_pretrained(name), tokenizer, chat)
     return model, processor
+
+
+def torch_dtype(name: str | torch.dtype) -> torch.dtype:
+    """'bfloat16' / 'bf16' / 'float16' / 'float32' (or a torch.dtype) as a torch.dtype."""
+    if isinstance(name, torch.dtype):
+        return name
+    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+    dt = getattr(torch, aliases.get(name, name), None)
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise ValueError(f"dtype={name!r}: expected bfloat16, float16 or float32")
+    return dt
+
+
+def set_pixel_budget(image_processor: Any, min_pixels: int | None, max_pixels: int | None) -> None:
+    """Resize screenshots to between `min_pixels` and `max_pixels` (None: keep the processor's) in a Qwen-VL
+    image processor, which keeps the aspect ratio and makes both sides multiples of patch x merge size."""
+    size = getattr(image_processor, "size", None)
+    if size is None or not hasattr(image_processor, "merge_size"):
+        raise ValueError(f"min_pixels/max_pixels need a Qwen-VL image processor (dynamic resolution); "
+                         f"got {type(image_processor).__name__}")
+    lo = size["shortest_edge"] if min_pixels is None else min_pixels
+    hi = size["longest_edge"] if max_pixels is None else max_pixels
+    if not 0 < lo <= hi:
+        raise ValueError(f"min_pixels={lo}, max_pixels={hi}: expected 0 < min_pixels <= max_pixels")
+    if dataclasses.is_dataclass(size):
+        image_processor.size = dataclasses.replace(size, shortest_edge=lo, longest_edge=hi)
+    else:
+        image_processor.size = {**size, "shortest_edge": lo, "longest_edge": hi}
+    for key, value in (("min_pixels", lo), ("max_pixels", hi)):  # older processors read these attributes
+        if getattr(image_processor, key, None) is not None:
+            setattr(image_processor, key, value)
+
+
+def pixel_budget(image_processor: Any) -> tuple[int, int] | None:
+    """(min_pixels, max_pixels) of a Qwen-VL image processor, None for other processors."""
+    size = getattr(image_processor, "size", None)
+    if size is None or not hasattr(image_processor, "merge_size"):
+        return None
+    return int(size["shortest_edge"]), int(size["longest_edge"])
+
+
+WEIGHT_COLUMN = "sample_weight"  # fit_sft's per-sample loss weights, through TRL's dataset and collator
+
+
+def check_weights(weights: list[float] | None, n: int) -> None:
+    """A ValueError unless `weights` is None or n finite, non-negative numbers, not all zero."""
+    if weights is None:
+        return
+    if len(weights) != n:
+        raise ValueError(f"fit_sft got {len(weights)} weights for {n} samples; expected one per sample")
+    for i, w in enumerate(weights):
+        if not isinstance(w, (int, float, np.integer, np.floating)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"fit_sft weights[{i}]={w!r}: expected a finite number >= 0")
+    if not any(w > 0 for w in weights):
+        raise ValueError(f"fit_sft weights are all 0 ({n} samples): expected at least one positive weight")
+
+
+@functools.cache
+def sft_trainer_class(weighted: bool) -> type:
+    """TRL's SFTTrainer, or (weighted) one whose loss weighs each sample by its WEIGHT_COLUMN entry."""
+    from trl import SFTTrainer
+
+    if not weighted:
+        return SFTTrainer
+
+    class WeightedSFTTrainer(SFTTrainer):
+        """Loss: sum over samples of w * (summed completion-token NLL) / sum of w * (completion tokens)."""
+
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            collate = self.data_collator
+
+            def with_weights(examples: list[dict[str, Any]]) -> dict[str, Any]:
+                w = torch.tensor([float(e[WEIGHT_COLUMN]) for e in examples])
+                batch = collate([{k: v for k, v in e.items() if k != WEIGHT_COLUMN} for e in examples])
+                batch[WEIGHT_COLUMN] = w
+                return batch
+
+            self.data_collator = with_weights
+
+        def _set_signature_columns_if_needed(self) -> None:
+            super()._set_signature_columns_if_needed()
+            if WEIGHT_COLUMN not in self._signature_columns:
+                self._signature_columns = [*self._signature_columns, WEIGHT_COLUMN]
+
+        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> Any:
+            w, labels = inputs.pop(WEIGHT_COLUMN), inputs.pop("labels")
+            outputs = model(**inputs, use_cache=False)
+            logits, target = outputs.logits[:, :-1].float(), labels[:, 1:]
+            mask = (target != -100).float()
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target.clamp(min=0),
+                                                    reduction="none")
+            w = w.to(nll.device, torch.float32).unsqueeze(1)
+            total = (w * mask).sum()
+            loss = (w * mask * nll).sum() / total.clamp(min=torch.finfo(torch.float32).tiny)
+            return (loss, outputs) if return_outputs else loss
+
+    return WeightedSFTTrainer
 
 
 @contextlib.contextmanager
@@ -93,7 +243,14 @@ class HFPolicy(Policy):
         max_prompt_tokens: longer prompts lose the tail of their user text (image tokens not counted).
         dtype: model dtype when loading from a path (default float32 on CPU, the checkpoint's on GPU).
         sft_batch_size: per-device batch size of `fit_sft`.
-        sft_args: extra `trl.SFTConfig` fields for `fit_sft` (activation_checkpointing, lr_scheduler_type..).
+        sft_args: extra `trl.SFTConfig` fields for `fit_sft` (lr_scheduler_type, gradient_accumulation_steps..).
+        min_pixels, max_pixels: a Qwen-VL processor's pixel budget for a screenshot (None: the processor's
+            own); it keeps the aspect ratio and makes both sides multiples of patch x merge size (32 pixels for
+            Qwen3-VL, each 32x32 block one image token). Set on the processor, so `fit_sft` (TRL) and `act` see
+            the same resolution, and saved with it.
+        crop_status_bar: drop the screenshot's top STATUS_BAR_FRACTION (SimDroid's status bar, 96 of 2400
+            rows: the clock and icons, noise to the model) before the processor sees it.
+        gradient_checkpointing: recompute activations in `fit_sft`'s backward pass (None: on except on CPU).
     """
 
     name = "hf"
@@ -103,7 +260,11 @@ class HFPolicy(Policy):
     def __init__(self, model: Any, processor: Any = None, max_new_tokens: int = 64, temperature: float = 1.0,
                  device: str = "cpu", images: bool | str = "auto", seed: int = 0,
                  max_prompt_tokens: int | None = 4096, dtype: Any = None, sft_batch_size: int = 8,
-                 sft_args: dict[str, Any] | None = None):
+                 sft_args: dict[str, Any] | None = None, min_pixels: int | None = None,
+                 max_pixels: int | None = None, crop_status_bar: bool = False,
+                 gradient_checkpointing: bool | None = None):
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but torch sees no CUDA device here; pass device='cpu'")
         if isinstance(model, (str, Path)):
             model, loaded = load_pretrained(model, dtype=dtype, device=device)
             processor = processor if processor is not None else loaded
@@ -131,6 +292,10 @@ class HFPolicy(Policy):
         if images is True and not self.is_vlm:
             raise ValueError(f"images=True but {type(model).__name__} is not a vision-language model")
         self.use_images = self.is_vlm if images == "auto" else bool(images)
+        if min_pixels is not None or max_pixels is not None:
+            set_pixel_budget(getattr(processor, "image_processor", None), min_pixels, max_pixels)
+        self.crop_status_bar = bool(crop_status_bar)
+        self.gradient_checkpointing = gradient_checkpointing
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         vocab = self.tokenizer.get_vocab()
@@ -186,11 +351,15 @@ class HFPolicy(Policy):
         return self._template(x, self.tokenizer.decode(ids[:keep]) + TRUNCATED)
 
     def image(self, x: PolicyInput) -> Image.Image:
-        """The screenshot of a step as a PIL image (VLM input)."""
+        """The screenshot of a step as a PIL image (VLM input), its status bar cut with `crop_status_bar`. One
+        image per turn: the history is text (the prompt's previous actions), no earlier screenshots."""
         if x.pixels is None:
             raise ValueError("HFPolicy reads screenshots but PolicyInput.pixels is None; create the env with "
                              "observation_mode='full' or build the policy with images=False")
-        return Image.fromarray(np.asarray(x.pixels, dtype=np.uint8)).convert("RGB")
+        pixels = np.asarray(x.pixels, dtype=np.uint8)
+        if self.crop_status_bar:
+            pixels = pixels[round(pixels.shape[0] * STATUS_BAR_FRACTION):]
+        return Image.fromarray(pixels).convert("RGB")
 
     def encode_prompts(self, batch: list[PolicyInput]) -> dict[str, torch.Tensor]:
         """Left-padded prompt tensors (input_ids, attention_mask, and pixel inputs for VLMs) on the device."""
@@ -316,40 +485,51 @@ class HFPolicy(Policy):
         return outputs
 
     # -- training -----------------------------------------------------------------------------------------
-    def sft_dataset(self, samples: list[tuple[PolicyInput, str]]) -> Any:
-        """TRL prompt/completion `datasets.Dataset` (+ an "images" column for VLMs)."""
+    def sft_dataset(self, samples: list[tuple[PolicyInput, str]], weights: list[float] | None = None) -> Any:
+        """TRL prompt/completion `datasets.Dataset` (+ an "images" column for VLMs, a "sample_weight" one with
+        `weights`)."""
         from datasets import Dataset
 
         rows: dict[str, list[Any]] = {"prompt": [self.prompt_text(x) for x, _ in samples],
                                       "completion": [r + self.eot for _, r in samples]}
         if self.use_images:
             rows["images"] = [[self.image(x)] for x, _ in samples]
+        if weights is not None:
+            rows[WEIGHT_COLUMN] = [float(w) for w in weights]
         return Dataset.from_dict(rows)
 
     def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
-                seed: int = 0, lr_schedule: str | None = None) -> dict[str, float]:
+                seed: int = 0, lr_schedule: str | None = None,
+                weights: list[float] | None = None) -> dict[str, float]:
         """Fine-tune with TRL's SFTTrainer, loss on the completion (response + end-of-turn) only;
-        `lr_schedule` None keeps TRL's default (linear decay)."""
+        `lr_schedule` None keeps TRL's default (linear decay).
+
+        `weights[i]` multiplies sample i's token losses: a batch's loss is sum_i w_i * (sum of i's token NLLs) /
+        sum_i w_i * (i's token count), so weight k is exactly k copies of the sample in the same batch (and
+        weight 1 everywhere is TRL's own token-mean loss). Across batches it is not repetition: copies could
+        land in other batches and add optimizer steps."""
         from transformers import PrinterCallback
-        from trl import SFTConfig, SFTTrainer
+        from trl import SFTConfig
 
         if not samples:
             raise ValueError("fit_sft got no samples; expected a list of (PolicyInput, response) pairs")
+        check_weights(weights, len(samples))
         on_cpu = self.device.type == "cpu"
+        checkpointing = (not on_cpu) if self.gradient_checkpointing is None else self.gradient_checkpointing
         cfg = dict(num_train_epochs=epochs, learning_rate=2e-5 if lr is None else lr, seed=seed,
                    data_seed=seed, per_device_train_batch_size=self.sft_batch_size, use_cpu=on_cpu,
                    bf16=False, report_to=[], save_strategy="no", logging_steps=1, completion_only_loss=True,
-                   max_length=None, activation_checkpointing=not on_cpu, disable_tqdm=True)
+                   max_length=None, activation_checkpointing=checkpointing, disable_tqdm=True)
         if check_lr_schedule(lr_schedule) is not None:
             cfg["lr_scheduler_type"] = lr_schedule
         if self.tokenizer.eos_token != self.eot:  # else TRL appends eos after our end-of-turn in text data
             cfg["eos_token"] = self.eot
         cfg.update(self.sft_args)
         with tempfile.TemporaryDirectory() as tmp, preserved_rng(), quiet_datasets():
-            dataset = self.sft_dataset(samples)
-            trainer = SFTTrainer(model=self.model, args=SFTConfig(output_dir=tmp, **cfg),
-                                 train_dataset=dataset,
-                                 processing_class=self.processor if self.use_images else self.tokenizer)
+            dataset = self.sft_dataset(samples, weights)
+            trainer = sft_trainer_class(weights is not None)(
+                model=self.model, args=SFTConfig(output_dir=tmp, **cfg), train_dataset=dataset,
+                processing_class=self.processor if self.use_images else self.tokenizer)
             trainer.remove_callback(PrinterCallback)
             result = trainer.train()
         self.model.eval()
@@ -363,8 +543,11 @@ class HFPolicy(Policy):
 
     # -- persistence --------------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
+        """What `load` rebuilds the policy with (the pixel budget lives in the saved processor)."""
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
-                "images": self.use_images, "seed": self.seed, "max_prompt_tokens": self.max_prompt_tokens}
+                "images": self.use_images, "seed": self.seed, "max_prompt_tokens": self.max_prompt_tokens,
+                "crop_status_bar": self.crop_status_bar, "gradient_checkpointing": self.gradient_checkpointing,
+                "sft_batch_size": self.sft_batch_size, "device": str(self.device)}
 
     def save(self, path: str | Path) -> None:
         """Weights (safetensors), processor/tokenizer and policy settings, loadable by `HFPolicy.load`."""

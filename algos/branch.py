@@ -197,3 +197,19 @@ def play(policy: Policy, envs: Any, branches: list[Branch], greedy: bool = False
                 lane.observe(_row(obs, i), info)
         settle([i for i in range(n) if i not in start_later])
     return results
+
+
+def expert_actions(envs: Any, snapshots: list[Snapshot]) -> list[str]:
+    """The task expert's next action (JSON text) at each of `snapshots` (SimDroid), in order: every sub-env
+    restores one snapshot (the last chunk's spare sub-envs restore its first), then each sub-env's expert
+    reads its screen. Takes no env step."""
+    n, out = envs.num_envs, []
+    for k in range(0, len(snapshots), n):
+        chunk = list(snapshots[k : k + n])
+        lanes = chunk + [chunk[0]] * (n - len(chunk))
+        with PHASES("env"):
+            table = {i: {"snapshot": s} for i, s in enumerate(lanes)}
+            mask = np.ones(n, dtype=bool)
+            envs.reset(seed=list(range(n)), options={"instances": table, "reset_mask": mask})
+            out += list(envs.call("expert_action"))[: len(chunk)]
+    return out

@@ -43,7 +43,7 @@ import torch
 from algos.buffer import Group
 from algos.forks.examples import FORK_MODES, find_forks
 from algos.grpo import GRPO, GRPOConfig
-from algos.loop import Algorithm
+from algos.loop import fork_frames
 from algos.pg import adam, mean, minibatches, optimizer_step
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
@@ -68,18 +68,6 @@ class GRSDGRPOConfig(GRPOConfig):
             raise ValueError(f"grsd_grpo.fork_coef={self.fork_coef!r}: expected a finite value >= 0")
         if self.fork_minibatch < 1:
             raise ValueError(f"grsd_grpo.fork_minibatch={self.fork_minibatch!r}: expected an integer >= 1")
-
-
-def fork_frames(algo: Algorithm, cfg: RolloutConfig, envs: Any, policy: Policy | None,
-                who: str) -> RolloutConfig:
-    """`cfg` for an algorithm that detects forks (`who` names it in the error): frames always, of the groups
-    with both outcomes only unless `policy` reads pixels (its other samples then need theirs too), rendered by
-    replay (`algo.replay_env`) where the envs render none. GRSD.rollout_config's rule."""
-    mixed = policy is not None and not policy.uses_pixels
-    return algo.with_frames(cfg, envs, "mixed" if mixed else "all",
-                            f"{who} compares screenshots, but the env gives elements-only observations; "
-                            "make it with render_scale > 0 (observation_mode='full'), or set the algorithm's "
-                            "replay_env to render them by replay (SimDroid)")
 
 
 def cycled_batches(n: int, size: int, rng: np.random.Generator) -> Iterator[np.ndarray]:

@@ -87,6 +87,18 @@ class Algorithm(abc.ABC):
         """Restore what `state()` saved, from checkpoint folder `path`."""
 
 
+def fork_frames(algo: Algorithm, cfg: RolloutConfig, envs: Any, policy: Policy | None,
+                who: str) -> RolloutConfig:
+    """`cfg` for an algorithm that detects forks (`who` names it in the error): frames always, of the groups
+    with both outcomes only unless `policy` reads pixels (its other samples then need theirs too), rendered by
+    replay (`algo.replay_env`) where the envs render none. Used by GRSD and GRSD+GRPO."""
+    mixed = policy is not None and not policy.uses_pixels
+    return algo.with_frames(cfg, envs, "mixed" if mixed else "all",
+                            f"{who} compares screenshots, but the env gives elements-only observations; "
+                            "make it with render_scale > 0 (observation_mode='full'), or set the algorithm's "
+                            "replay_env to render them by replay (SimDroid)")
+
+
 def train_loop(
     algo: Algorithm,
     policy: Policy,

@@ -41,7 +41,13 @@ RESUME_NEUTRAL = (
 )
 # config keys added after run folders were written without them, each with the value that does what those runs
 # did: a stored config without one reads as having it, so resuming an older run is not a change of identity
-ADDED_KEYS: dict[str, Any] = {"policy.layers": 2, "policy.d_model": 96}
+ADDED_KEYS: dict[str, Any] = {
+    "policy.layers": 2, "policy.d_model": 96,
+    # GRSD's recipe, fork set and fork-level measurement (2026-12-04), at what GRSD did before them
+    "grsd.recipe": "replay", "grsd.teacher": "", "grsd.fork_epochs": 0, "grsd.fork_pool": False,
+    "grsd.fork_pool_max": 2048, "grsd.greedy_weight": 1.0, "grsd.fork_eval": False,
+    "grsd.fork_eval_arms": ["control", "grpo", "oracle"], "grsd.fork_eval_transfer": 2,
+}
 MANIFEST = "manifest.json"
 _CKPT_NAME = re.compile(r"it_\d+")
 

@@ -49,13 +49,15 @@ class ForkConfig:
     # overlays or blends need the trees to agree); and (pixels and trees must agree); or (either suffices)
     a11y_threshold: float = 0.9  # multiset Jaccard similarity of two element lists that counts as agreeing
     teacher: str = "shortest"  # shortest: the shortest success (first on ties); similar: per failed rollout,
-    # the success showing most of its screens (then the shorter), if it beats the shortest by teacher_margin
+    # the success showing most of its screens (then the shorter), if it beats the shortest by teacher_margin;
+    # all: every success teaches every failed rollout (the walk run once per pair)
     teacher_margin: int = 2  # failed steps a success must cover beyond the shortest's to teach instead
     oracle: bool = False  # SAME iff Step.screen_key is equal (SimDroid's ground truth; for benchmarks)
     screen_size: tuple[int, int] = (1080, 2400)  # logical (width, height) of element boxes and x/y actions
 
     def __post_init__(self) -> None:
-        for name, allowed in (("action_match", ("exact", "target")), ("teacher", ("shortest", "similar")),
+        for name, allowed in (("action_match", ("exact", "target")),
+                              ("teacher", ("shortest", "similar", "all")),
                               ("a11y", ("off", "confirm", "and", "or"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"ForkConfig.{name}={getattr(self, name)!r}; expected one of {allowed}")

@@ -46,19 +46,24 @@ class ForkExample:
         return failed.policy_input(), teacher.response
 
 
-def fork_config(mode: str) -> ForkConfig:
-    """The fork detector settings for `mode` (faithful | robust)."""
+def fork_config(mode: str, teacher: str = "") -> ForkConfig:
+    """The fork detector settings for `mode` (faithful | robust), with another teacher choice when `teacher`
+    is given (shortest | similar | all; see `ForkConfig.teacher`)."""
     if mode == "faithful":
-        return ForkConfig.faithful()
-    if mode == "robust":
-        return ForkConfig.robust()
-    raise ValueError(f"unknown fork_mode {mode!r}; expected one of {', '.join(FORK_MODES)}")
+        cfg = ForkConfig.faithful()
+    elif mode == "robust":
+        cfg = ForkConfig.robust()
+    else:
+        raise ValueError(f"unknown fork_mode {mode!r}; expected one of {', '.join(FORK_MODES)}")
+    return dataclasses.replace(cfg, teacher=teacher) if teacher else cfg
 
 
-def find_forks(groups: list[Group], mode: str = "robust", max_per_group: int = 0) -> list[ForkExample]:
+def find_forks(groups: list[Group], mode: str = "robust", max_per_group: int = 0,
+               teacher: str = "") -> list[ForkExample]:
     """Fork examples of every group with both outcomes, in group order, failed-step order within a pair.
-    With `max_per_group`, a group keeps its forks with the most similar screens (ties: earliest)."""
-    cfg = fork_config(mode)
+    With `max_per_group`, a group keeps its forks with the most similar screens (ties: earliest). `teacher`
+    overrides the mode's teacher choice (`fork_config`)."""
+    cfg = fork_config(mode, teacher)
     out: list[ForkExample] = []
     for g in groups:
         if not g.has_both_outcomes:
@@ -113,11 +118,12 @@ class ForkExamples:
         return len(self.records)
 
     def add(self, iteration: int, forks: list[ForkExample],
-            checks: list[ForkCheck | None] | None = None) -> None:
-        """Put this iteration's forks first (with their branching checks, if any), then drop all but the
-        newest `keep`."""
+            checks: list[ForkCheck | None] | None = None, extra: list[dict[str, Any]] | None = None) -> None:
+        """Put this iteration's forks first (with their branching checks, if any, and `extra` fields per
+        fork), then drop all but the newest `keep`."""
         new = []
-        for f, c in zip(forks, checks or [None] * len(forks), strict=True):
+        extra = extra or [{}] * len(forks)
+        for f, c, more in zip(forks, checks or [None] * len(forks), extra, strict=True):
             for tr in (f.failed, f.teacher):
                 key = (f.group.group_id, tr.traj_id)
                 if key not in self.trajectories:
@@ -129,8 +135,12 @@ class ForkExamples:
                         "failed_step": f.failed_step, "teacher_step": f.teacher_step,
                         "sim_current": f.sim_current, "sim_next": f.sim_next,
                         "branch_k": c and c.k, "teacher_wins": c and c.teacher_wins,
-                        "failed_wins": c and c.failed_wins})
-        self.records = (new + self.records)[: self.keep]
+                        "failed_wins": c and c.failed_wins, **more})
+        self.keep_only((new + self.records)[: self.keep])
+
+    def keep_only(self, records: list[dict[str, Any]]) -> None:
+        """Keep just `records` (some of this object's, in the order given) and the trajectories they use."""
+        self.records = list(records)
         used = {(r["group_id"], t) for r in self.records for t in (r["failed_traj"], r["teacher_traj"])}
         self.trajectories = {k: v for k, v in self.trajectories.items() if k in used}
         self.groups = {g: v for g, v in self.groups.items() if any(k[0] == g for k in used)}

@@ -123,7 +123,9 @@ def group_forks(group: Any, config: ForkConfig | None = None) -> list[tuple[Any,
     """(failed trajectory, teacher trajectory, fork) for every fork of every failed (non-errored) trajectory
     of an algos.buffer.Group. teacher='shortest' (faithful): the shortest success (first on ties), the only
     one compared; 'similar' (robust): for each failed trajectory, the success showing the most of its
-    screens if it beats the shortest by `teacher_margin` steps (ties: the shorter)."""
+    screens if it beats the shortest by `teacher_margin` steps (ties: the shorter); 'all': every success, each
+    walked against the failed trajectory on its own (shortest first), so a failed step may get several
+    teachers."""
     cfg = config or ForkConfig.faithful()
     fail = group.failures
     succ = [tr for tr in group.successes if tr.steps]
@@ -137,6 +139,9 @@ def group_forks(group: Any, config: ForkConfig | None = None) -> list[tuple[Any,
     for k, tr in enumerate(fail):
         fi = len(succ) + k
         if not tr.steps:
+            continue
+        if cfg.teacher == "all":
+            out += [(tr, succ[ti], f) for ti in range(len(succ)) for f in pair_forks(steps, fi, ti)]
             continue
         ti, mats = 0, None
         if cfg.teacher == "similar":

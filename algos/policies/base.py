@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from algos.prompt import PolicyInput
@@ -67,6 +68,20 @@ def check_lr_schedule(name: str | None) -> str | None:
     if name is not None and name not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule={name!r}: expected one of {', '.join(LR_SCHEDULES)}")
     return name
+
+
+def check_weights(weights: Any, n: int) -> np.ndarray | None:
+    """`fit_sft`'s per-sample weights as a float64 array of length `n` (None stays None: every sample weighs
+    1); a ValueError naming the value when the count differs or a weight is negative, NaN or infinite."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or len(w) != n:
+        raise ValueError(f"weights of shape {w.shape}: expected one weight per sample ({n})")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if len(bad):
+        raise ValueError(f"weights[{int(bad[0])}]={w[bad[0]]!r}: expected a finite weight >= 0")
+    return w
 
 
 @dataclasses.dataclass
@@ -148,11 +163,24 @@ class Policy(abc.ABC):
 
     def fit_sft(
         self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None, seed: int = 0,
-        lr_schedule: str | None = None,
+        lr_schedule: str | None = None, weights: list[float] | None = None,
     ) -> dict[str, float]:
         """Supervised fine-tuning on (input, response) pairs, loss on the response only. `lr_schedule` is one
-        of LR_SCHEDULES, or None for the policy's own default. Returns metrics."""
+        of LR_SCHEDULES, or None for the policy's own default. `weights` (one per sample, finite, >= 0;
+        `check_weights`) scale each sample's loss: a weight of k counts as the sample repeated k times.
+        Returns metrics."""
         raise NotImplementedError(f"{type(self).__name__} is not trainable")
+
+    def copy(self) -> Policy:
+        """An independent copy that acts and trains like this policy (through save and load, so any trainable
+        policy; policies without `save` override it)."""
+        import tempfile
+
+        from algos.policies.registry import load_policy
+
+        with tempfile.TemporaryDirectory() as tmp:
+            self.save(Path(tmp) / "copy")
+            return load_policy(Path(tmp) / "copy", device=str(self.device))
 
     def save(self, path: str | Path) -> None:
         raise NotImplementedError(f"{type(self).__name__} has no weights to save")

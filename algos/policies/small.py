@@ -89,7 +89,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from algos.policies.base import ActionEval, Policy, PolicyOutput, check_lr_schedule, clip_used_grads
+from algos.policies.base import (
+    ActionEval,
+    Policy,
+    PolicyOutput,
+    check_lr_schedule,
+    check_weights,
+    clip_used_grads,
+)
 from algos.prompt import PolicyInput, render_response
 from algos.timing import PHASES
 from voyager_gym import actions as A
@@ -1933,13 +1940,16 @@ class SmallPolicy(Policy):
         return self.model.value_head(feats).squeeze(-1)
 
     def fit_sft(self, samples: list[tuple[PolicyInput, str]], epochs: int = 1, lr: float | None = None,
-                seed: int = 0, lr_schedule: str | None = None) -> dict[str, float]:
+                seed: int = 0, lr_schedule: str | None = None,
+                weights: Sequence[float] | None = None) -> dict[str, float]:
         """Behaviour cloning: Adam on -mean log_probs, minibatches of 64 (length-bucketed); features are
         computed once. `lr_schedule`: "constant" (the default) or "linear" (decay to 0 over this call's
-        steps, as TRL's SFTTrainer does by default). Returns the last epoch's mean loss, the sample count and
-        samples/s (featurising included)."""
+        steps, as TRL's SFTTrainer does by default). `weights` (one per sample, >= 0): a minibatch's loss is
+        sum(w * -log p) / sum(w), so within a minibatch a weight of k counts as the sample repeated k times.
+        Returns the last epoch's mean loss, the sample count and samples/s (featurising included)."""
         if not samples:
             raise ValueError("fit_sft got no samples; expected a list of (PolicyInput, response) pairs")
+        w_all = check_weights(weights, len(samples))
         schedule = check_lr_schedule(lr_schedule) or "constant"
         t0 = time.perf_counter()
         feats = self.featurize([x for x, _ in samples])
@@ -1954,9 +1964,9 @@ class SmallPolicy(Policy):
         for _ in range(epochs):
             loss_sum = 0.0
             for idx in _length_bucketed(rng, sizes, SFT_BATCH):
-                lp, _ = self._log_probs_feats([feats[i] for i in idx], [], targets=_take(targets, idx))
-                loss = -lp.mean()
-                if loss.requires_grad:  # False only when every response in the minibatch was floored
+                loss = self.sft_loss(feats, targets, idx, w_all)
+                # no gradient when every response in the minibatch was floored, or every sample weighs 0
+                if loss.requires_grad and (w_all is None or float(w_all[idx].sum()) > 0):
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     clip_used_grads(self.model.parameters(), 1.0)
@@ -1966,6 +1976,16 @@ class SmallPolicy(Policy):
                 loss_sum += loss.item() * len(idx)
         dt = time.perf_counter() - t0
         return {"loss": loss_sum / n, "samples": float(n), "samples_per_s": n * epochs / dt}
+
+    def sft_loss(self, feats: list[SampleFeat], targets: Targets, idx: Sequence[int],
+                 weights: np.ndarray | None = None) -> torch.Tensor:
+        """`fit_sft`'s loss on minibatch `idx` of featurised samples: -mean log p(response), or with weights
+        sum(w * -log p) / sum(w) (0 when every weight is 0)."""
+        lp, _ = self._log_probs_feats([feats[i] for i in idx], [], targets=_take(targets, idx))
+        if weights is None:
+            return -lp.mean()
+        w = torch.as_tensor(weights[list(idx)], dtype=lp.dtype, device=lp.device)
+        return -(lp * w).sum() / w.sum().clamp_min(1e-12)
 
     def _optimizer(self, lr: float) -> torch.optim.Adam:
         """A fresh fused Adam per fit_sft call: each fine-tuning round starts clean, so a run resumed from a

@@ -118,15 +118,20 @@ def test_max_forks_per_group_keeps_the_most_similar():
 def test_mix_samples_counts_and_ratio():
     fork = [(f"x{i}", "fork") for i in range(3)]
     rft = [(f"r{i}", "rft") for i in range(10)]
-    everything = mix_samples(fork, rft, seed=0)
-    assert len(everything) == 13 and sorted(everything) == sorted(fork + rft)
-    capped = mix_samples(fork, rft, rft_ratio=2.0, seed=0)
+    everything, weights = mix_samples(fork, rft, seed=0)
+    assert len(everything) == 13 and sorted(everything) == sorted(fork + rft) and weights is None
+    capped, _ = mix_samples(fork, rft, rft_ratio=2.0, seed=0)
     assert sum(r == "fork" for _, r in capped) == 3 and sum(r == "rft" for _, r in capped) == 6
-    assert mix_samples(fork, rft, rft_ratio=2.0, seed=0) == capped  # seeded
-    repeated = mix_samples(fork, rft, fork_repeat=3, seed=1)
+    assert mix_samples(fork, rft, rft_ratio=2.0, seed=0)[0] == capped  # seeded
+    repeated, _ = mix_samples(fork, rft, fork_repeat=3, seed=1)
     assert sum(r == "fork" for _, r in repeated) == 9 and sum(r == "rft" for _, r in repeated) == 10
     with pytest.raises(ValueError, match="fork_repeat"):
         mix_samples(fork, rft, fork_repeat=0)
+    weighted, w = mix_samples(fork, rft, seed=0, fork_weights=[2.0, 1.0, 1.0])
+    assert weighted == everything  # weights do not change the draw
+    assert [wi for (x, _), wi in zip(weighted, w, strict=True) if x == "x0"] == [2.0] and sum(w) == 14.0
+    with pytest.raises(ValueError, match="2 fork weights for 3"):
+        mix_samples(fork, rft, fork_weights=[1.0, 1.0])
 
 
 class RecordingPolicy(Policy):
@@ -140,7 +145,7 @@ class RecordingPolicy(Policy):
     def act(self, batch, greedy=False):
         raise AssertionError("not used")
 
-    def fit_sft(self, samples, epochs=1, lr=None, seed=0):
+    def fit_sft(self, samples, epochs=1, lr=None, seed=0, weights=None):
         self.samples = list(samples)
         return {"loss": 0.5}
 
@@ -248,7 +253,7 @@ class RecordingExpert(ExpertPolicy):
         super().__init__()
         self.samples = []
 
-    def fit_sft(self, samples, epochs=1, lr=None, seed=0):
+    def fit_sft(self, samples, epochs=1, lr=None, seed=0, weights=None):
         self.samples = list(samples)
         return {"loss": 0.5}
 

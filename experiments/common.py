@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -244,8 +245,14 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
     """The `Algorithm` for `name` (default cfg.algo), configured by its config section (`grsd-grpo` by
     `grsd_grpo`: registry.config_section)."""
     name = name or cfg.algo
+    section = getattr(cfg, registry.config_section(name), None)
+    if getattr(section, "fork_eval", False) and cfg.env.backend != "simdroid":
+        # the fork-level measurement replays states from SimDroid snapshots; other backends train without it
+        print(f"{name}.fork_eval: off on env.backend={cfg.env.backend} (it replays fork states from SimDroid "
+              "snapshots)")
+        section = dataclasses.replace(section, fork_eval=False)
     try:
-        return registry.make_algorithm(name, getattr(cfg, registry.config_section(name), None))
+        return registry.make_algorithm(name, section)
     except ValueError as e:
         raise SystemExit(str(e)) from None
 

@@ -218,8 +218,9 @@ class AlgosPart:
     # the recipe's GRSD continues RFT's data as well as its weights: RFT's success pool and the
     # demonstrations, 8,000 of them replayed an update (without them it fell below its start, 0.573 against
     # GRPO's 0.591; with them 0.592, and 0.593 replaying all ~20,000 an update in twice the time)
+    # (the fork-level measurement on: algos/forklevel.py, measurement only, its env steps outside the budget)
     grsd: GRSDConfig = dataclasses.field(
-        default_factory=lambda: GRSDConfig(rft_pool=True, demos=True, max_rft_samples=8000))
+        default_factory=lambda: GRSDConfig(rft_pool=True, demos=True, max_rft_samples=8000, fork_eval=True))
     gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
     vine: VineConfig = dataclasses.field(default_factory=VineConfig)
     grsd_grpo: GRSDGRPOConfig = dataclasses.field(default_factory=GRSDGRPOConfig)  # algo=grsd-grpo

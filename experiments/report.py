@@ -398,8 +398,90 @@ def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+FORK_ARMS = ("grsd", "control", "grpo", "oracle")  # the fork-level measurement's arms, after "before"
+
+
+def forklevel_md(rows: list[dict[str, Any]]) -> list[str]:
+    """table.md's fork-level table (algos/forklevel.py; GRSD's `fork_eval`): over every fork state of every
+    measured iteration and seed, per arm, the share of states whose greedy action matches the teacher's, the
+    share of mismatched states the update fixed and of matched ones it broke, the share matching the expert,
+    greedy-rollout success from the states and Pass@1 on held-out instances of their tasks; then GRSD minus
+    each other arm, paired state by state (task by task for transfer), with a 95% bootstrap interval."""
+    from algos.forklevel import paired_bootstrap
+
+    recs = [r for r in rows if isinstance(r.get("forklevel/records"), dict)]
+    if not recs:
+        return []
+    lines = []
+    for algo in sorted({r.get("algo", "") for r in recs}):
+        mine = [r for r in recs if r.get("algo") == algo]
+        out: dict[str, np.ndarray] = {}  # arm -> [states, 3] (teacher, expert, success; NaN where unknown)
+        arms = ["before", *(a for a in FORK_ARMS if all(a in r["forklevel/records"]["arms"] for r in mine))]
+        for arm in arms:
+            outcomes = [o for r in mine for o in r["forklevel/records"]["arms"][arm]]
+            out[arm] = np.array([[np.nan if v is None else v for v in o] for o in outcomes], dtype=np.float64)
+        transfer: dict[str, list[float]] = {a: [] for a in arms}
+        for r in mine:
+            tr = r["forklevel/records"].get("transfer") or {}
+            tasks = sorted(set.intersection(*(set(tr.get(a, {})) for a in arms))) if tr else []
+            for a in arms:
+                transfer[a] += [tr[a][t] for t in tasks]
+        before = out["before"]
+        n = len(before)
+        wrong = before[:, 0] == 0
+        seeds = sorted({r.get("seed", 0) for r in mine})
+        greedy = [r["forklevel/greedy_failed"] for r in mine if _logged(r, "forklevel/greedy_failed")]
+        agree = [r["forklevel/teacher_is_expert"] for r in mine if _logged(r, "forklevel/teacher_is_expert")]
+        recur = [r["forklevel/recur_rate"] for r in rows if r.get("algo") == algo
+                 and _logged(r, "forklevel/recur_rate")]
+
+        def rate(x: np.ndarray) -> str:
+            x = x[~np.isnan(x)]
+            return f"{x.mean():.3f}" if len(x) else "-"
+
+        lines += [
+            "",
+            f"Fork-level measurement ({algo}: {n} fork states over {len(mine)} measured iterations of "
+            f"{len(seeds)} seeds; {int(wrong.sum())} with a greedy action other than the teacher's before "
+            f"the update). Each arm is updated from the same checkpoint on the same groups: grsd (this run's "
+            "update), control (the same update without the fork samples), grpo (GRPO's update), oracle (the "
+            "fork samples labelled with the task expert's action at the same states). The failed action was "
+            f"the greedy one at {_pct(greedy)} of the states; the teacher's action was the expert's at "
+            f"{_pct(agree)}; a (screen, failed action) pair of one measured iteration came back in the next "
+            f"iteration's rollouts {_pct(recur)} of the time.",
+            "",
+            *md_head("arm", "greedy = teacher", "fixed (of mismatched)", "broken (of matched)",
+                     "greedy = expert", "greedy rollout succeeds", "held-out Pass@1 of the fork tasks"),
+        ]
+        for arm in arms:
+            o = out[arm]
+            fixed = o[wrong, 0] if arm != "before" else np.array([np.nan])
+            broken = 1 - o[~wrong, 0] if arm != "before" else np.array([np.nan])
+            lines.append(f"| {arm} | {rate(o[:, 0])} | {rate(fixed)} | {rate(broken)} | {rate(o[:, 1])} | "
+                         f"{rate(o[:, 2])} | {rate(np.array(transfer[arm], dtype=np.float64))} |")
+        if "grsd" in out and len(arms) > 2:
+            lines += ["", "GRSD minus each arm, paired (mean [95% bootstrap interval over states; over tasks "
+                      "for held-out Pass@1]):", "",
+                      *md_head("GRSD minus", "fixed (of mismatched)", "greedy rollout succeeds",
+                               "held-out Pass@1 of the fork tasks")]
+            g = out["grsd"]
+            for arm in arms:
+                if arm == "grsd":
+                    continue
+                o = out[arm]
+                cells = [paired_bootstrap(g[wrong, 0], o[wrong, 0]), paired_bootstrap(g[:, 2], o[:, 2]),
+                         paired_bootstrap(np.array(transfer["grsd"]), np.array(transfer[arm]))]
+                lines.append(f"| {arm} | " + " | ".join(
+                    "-" if np.isnan(m) else f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in cells) + " |")
+    return lines
+
+
+def _pct(xs: list[float]) -> str:
+    return f"{100 * float(np.mean(xs)):.0f}%" if xs else "-"
+
+
 def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statistics | None = None,
-             diag: Diagnostics | None = None) -> str:
+             diag: Diagnostics | None = None, rows: list[dict[str, Any]] | None = None) -> str:
     """table.md: the RFT start, per algorithm the final Pass@1 (mean and IQM with 95% stratified bootstrap
     intervals, per seed), env steps and steps to RFT + 5 points, then `statistics_md`'s lines (`st`: the
     statistics, computed here without an MDD when not given) and the ten hardest tasks' table."""
@@ -426,6 +508,7 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statist
     lines += statistics_md(st)
     lines += horizon_md(st, start_row)
     lines += diagnostics_md(diag or {})
+    lines += forklevel_md(rows or [])
     hard, never = hardest(start_row.get("per_task") if start_row else None, summ)
     if hard:
         lines += [
@@ -542,7 +625,7 @@ def write_outputs(
     (out / "profiles.png").unlink(missing_ok=True)  # none from an earlier report when there is none now
     if st.profiles:
         plot_profiles(st.profiles, out / "profiles.png")
-    md = table_md(summ, start_row, st, diagnostics(rows, algos))
+    md = table_md(summ, start_row, st, diagnostics(rows, algos), rows)
     (out / "table.md").write_text(md)
     (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))
     return summ

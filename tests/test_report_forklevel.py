@@ -1,0 +1,37 @@
+"""table.md's fork-level table, on hand-made metrics rows whose rates are known."""
+
+from __future__ import annotations
+
+from experiments.report import forklevel_md
+
+
+def _row(seed: int, arms: dict[str, list[list[int | None]]], transfer: dict[str, dict[str, float]]) -> dict:
+    n = len(arms["before"])
+    return {"algo": "grsd", "seed": seed, "iteration": 1, "forklevel/greedy_failed": 0.5,
+            "forklevel/teacher_is_expert": 0.25, "forklevel/recur_rate": 0.1,
+            "forklevel/records": {"task": ["A"] * n, "teacher_is_expert": [1] * n, "arms": arms,
+                                  "transfer": transfer}}
+
+
+def test_forklevel_table_rates_and_paired_differences():
+    # 4 states: 3 mismatched before; GRSD fixes 2 of them (breaks none), the control none, the oracle 3
+    before = [[0, 0, 0], [0, 0, 0], [0, 0, 1], [1, 1, 1]]
+    grsd = [[1, 0, 1], [1, 1, 1], [0, 0, 1], [1, 1, None]]
+    control = [[0, 0, 0], [0, 0, 0], [0, 0, 1], [0, 0, 1]]
+    oracle = [[1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1]]
+    transfer = {"before": {"A": 0.5}, "grsd": {"A": 1.0}, "control": {"A": 0.5}, "oracle": {"A": 1.0}}
+    rows = [_row(0, {"before": before, "grsd": grsd, "control": control, "oracle": oracle}, transfer),
+            {"algo": "grpo", "seed": 0, "iteration": 1, "pass_at_1": 0.5}]
+    md = "\n".join(forklevel_md(rows))
+    assert "4 fork states over 1 measured iterations of 1 seeds; 3 with a greedy action other" in md
+    assert "the greedy one at 50% of the states; the teacher's action was the expert's at 25%" in md
+    assert "| before | 0.250 | - | - | 0.250 | 0.500 | 0.500 |" in md
+    assert "| grsd | 0.750 | 0.667 | 0.000 | 0.500 | 1.000 | 1.000 |" in md  # success over 3 known states
+    assert "| control | 0.000 | 0.000 | 1.000 | 0.000 | 0.500 | 0.500 |" in md
+    assert "| oracle | 1.000 | 1.000 | 0.000 | 1.000 | 1.000 | 1.000 |" in md
+    assert "| control | +0.667 [" in md and "| oracle | -0.333 [" in md
+    assert "grpo" not in md.split("GRSD minus")[0].split("| arm |")[1]  # an arm no record has is left out
+
+
+def test_no_forklevel_records_no_table():
+    assert forklevel_md([{"algo": "grsd", "seed": 0, "iteration": 1, "pass_at_1": 0.5}]) == []

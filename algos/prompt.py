@@ -37,6 +37,9 @@ class PolicyInput:
     # per history entry, the label of the element it acted on (`acted_label`): which of a goal's items are
     # done
     acted: tuple[str | None, ...] = ()
+    # privileged guidance for this turn (text a self-teacher conditions on, algos/grsd_reflect.py); "" for
+    # every acting policy, and then the prompt is exactly what it was without the field
+    guidance: str = ""
 
     @classmethod
     def from_obs(
@@ -115,7 +118,10 @@ def render_prompt(x: PolicyInput) -> str:
     """The user-turn text of a step (the system text is `SYSTEM`)."""
     hist = x.history[-HISTORY_LEN:]
     first = len(x.history) - len(hist) + 1
-    lines = [f"Goal: {x.goal}", f"Step {x.step + 1} of {x.max_steps}.", "Previous actions:"]
+    lines = [f"Goal: {x.goal}"]
+    if x.guidance:  # before the history and the screen, which max_prompt_tokens truncation cuts first
+        lines.append(f"Guidance: {x.guidance}")
+    lines += [f"Step {x.step + 1} of {x.max_steps}.", "Previous actions:"]
     lines += [f"{first + i}. {h}" for i, h in enumerate(hist)] or ["(none)"]
     lines += ["Screen elements:", format_elements(list(x.elements)) or "(none)"]
     return "\n".join(lines)

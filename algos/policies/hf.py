@@ -484,6 +484,32 @@ class HFPolicy(Policy):
             outputs.append(PolicyOutput(text=text, action=action, logprob=float(lp)))
         return outputs
 
+    # -- text generation ----------------------------------------------------------------------------------
+    def generate_text(self, prompts: list[str], system: str = "",
+                      max_new_tokens: int | None = None) -> list[str]:
+        """Greedy text-only chat completions, one per user text in `prompts` (after `system` when given), no
+        screenshot: what a policy writes about its own trajectories (algos/grsd_reflect.py's reflections and
+        guidance). `max_new_tokens` defaults to the policy's."""
+        if not prompts:
+            return []
+        n_new = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if n_new < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {n_new}")
+
+        def part(text: str) -> Any:
+            return [{"type": "text", "text": text}] if self.use_images else text
+
+        texts = [self.processor.apply_chat_template(
+            [*([{"role": "system", "content": part(system)}] if system else []),
+             {"role": "user", "content": part(p)}], tokenize=False, add_generation_prompt=True)
+            for p in prompts]
+        enc = self.tokenizer(texts, padding=True, padding_side="left", add_special_tokens=False,
+                             return_tensors="pt").to(self.device)
+        with torch.no_grad():
+            out = self.model.generate(**enc, max_new_tokens=n_new, do_sample=False, num_beams=1,
+                                      eos_token_id=self.stop_ids, pad_token_id=self.tokenizer.pad_token_id)
+        return [self._decode(row) for row in out[:, enc["input_ids"].shape[1]:]]
+
     # -- training -----------------------------------------------------------------------------------------
     def sft_dataset(self, samples: list[tuple[PolicyInput, str]], weights: list[float] | None = None) -> Any:
         """TRL prompt/completion `datasets.Dataset` (+ an "images" column for VLMs, a "sample_weight" one with

@@ -15,6 +15,7 @@ from algos.gigpo import GiGPO, GiGPOConfig
 from algos.grpo import GRPO, GRPOConfig
 from algos.grsd import GRSD, GRSDConfig
 from algos.grsd_grpo import GRSDGRPO, GRSDGRPOConfig
+from algos.grsd_reflect import GRSDReflect, GRSDReflectConfig
 from algos.loop import Algorithm, LoopConfig
 from algos.ppo import PPO, PPOConfig
 from algos.rft import RFT, RFTConfig
@@ -79,5 +80,6 @@ def make_algorithm(name: str, cfg: Any = None) -> Algorithm:
 
 
 for _cls, _config in ((RFT, RFTConfig), (GRSD, GRSDConfig), (GRPO, GRPOConfig), (PPO, PPOConfig),
-                      (GiGPO, GiGPOConfig), (Vine, VineConfig), (GRSDGRPO, GRSDGRPOConfig)):
+                      (GiGPO, GiGPOConfig), (Vine, VineConfig), (GRSDGRPO, GRSDGRPOConfig),
+                      (GRSDReflect, GRSDReflectConfig)):
     register_algorithm(_cls, _config)

@@ -2,7 +2,8 @@
 
 Parts: the run (seed, folders, logging), the suite (tasks, held-out instances), `env.*` (where episodes run),
 `policy.*` (which policy), `base.*` (the BC base policy) and one section per algorithm (`rft.*`, `grsd.*`,
-`grpo.*`, `ppo.*`, `gigpo.*`, `vine.*`, and `grsd_grpo.*` for algo=grsd-grpo: algos.registry.config_section).
+`grpo.*`, `ppo.*`, `gigpo.*`, `vine.*`, `grsd_grpo.*` for algo=grsd-grpo and `grsd_reflect.*` for
+algo=grsd-reflect: algos.registry.config_section).
 train, pretrain, evaluate and compare each take the parts they use, so a key means the same thing everywhere.
 Overrides are checked by OmegaConf: an unknown key, a value of the wrong type or a choice outside its options
 is an error that names the key, the value and what is allowed. Lists take either form (`tasks=[A,B]` or
@@ -32,6 +33,7 @@ from algos.gigpo import GiGPOConfig
 from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
 from algos.grsd_grpo import GRSDGRPOConfig
+from algos.grsd_reflect import GRSDReflectConfig
 from algos.policies.base import LR_SCHEDULES
 from algos.ppo import PPOConfig
 from algos.registry import algorithm_names, config_section
@@ -224,6 +226,8 @@ class AlgosPart:
     gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
     vine: VineConfig = dataclasses.field(default_factory=VineConfig)
     grsd_grpo: GRSDGRPOConfig = dataclasses.field(default_factory=GRSDGRPOConfig)  # algo=grsd-grpo
+    # algo=grsd-reflect
+    grsd_reflect: GRSDReflectConfig = dataclasses.field(default_factory=GRSDReflectConfig)
 
     def __post_init__(self) -> None:
         """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
@@ -271,7 +275,7 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine | grsd-grpo
+    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine | grsd-grpo | grsd-reflect
     budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
@@ -288,7 +292,7 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
     algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, sb3-ppo
+    # compared: rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, grsd-reflect, sb3-ppo
     seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
     budget: int = 22_000  # environment steps per algorithm and seed
     workers: int = 2  # algorithm-seed pairs trained in parallel processes
@@ -340,7 +344,7 @@ SMOKE = [  # a handful of short tasks, tiny budgets: a whole pipeline in a minut
     *SMOKE_BASE,
     *[f"{a}.{k}" for a in SECTIONS for k in ("iterations=1", "instances_per_iter=4", "group_size=4")],
 ]
-COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine", "grsd_grpo")
+COMPARE_DEFAULT = [*(f"{a}.{k}" for a in ("grsd", "grpo", "ppo", "gigpo", "vine", "grsd_grpo", "grsd_reflect")
                      for k in ("instances_per_iter=77", "eval_every=2")),
                    # the one tuned setting: PPO's 4 epochs beat its 2 by more than two evaluation sds on
                    # seed 0 (0.492 vs 0.463; README "Tuning, written down")

@@ -68,7 +68,7 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["algo=grsd,grpo"], C.TrainConfig,
          "algo='grsd,grpo': expected one of rft, grsd, grpo, ppo, gigpo, vine"),
         (["algo=grsd,dpo"], C.CompareConfig,
-         "algo='dpo': expected one of rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, sb3-ppo"),
+         "algo='dpo': expected one of rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, grsd-reflect, sb3-ppo"),
         (["preset=huge"], C.CompareConfig, "preset='huge': expected one of default, paper, smoke"),
         (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected a value >= 1"),
         (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),

@@ -545,7 +545,12 @@ class HFPolicy(Policy):
         cfg = dict(num_train_epochs=epochs, learning_rate=2e-5 if lr is None else lr, seed=seed,
                    data_seed=seed, per_device_train_batch_size=self.sft_batch_size, use_cpu=on_cpu,
                    bf16=False, report_to=[], save_strategy="no", logging_steps=1, completion_only_loss=True,
-                   max_length=None, activation_checkpointing=checkpointing, disable_tqdm=True)
+                   max_length=None, disable_tqdm=True)
+        # transformers 5.2x's TrainingArguments names it activation_checkpointing, earlier ones
+        # gradient_checkpointing
+        names = {f.name for f in dataclasses.fields(SFTConfig)}
+        cfg["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = \
+            checkpointing
         if check_lr_schedule(lr_schedule) is not None:
             cfg["lr_scheduler_type"] = lr_schedule
         if self.tokenizer.eos_token != self.eot:  # else TRL appends eos after our end-of-turn in text data
@@ -559,8 +564,9 @@ class HFPolicy(Policy):
             trainer.remove_callback(PrinterCallback)
             result = trainer.train()
         self.model.eval()
-        if getattr(self.model, "is_activation_checkpointing", False):
-            self.model.activation_checkpointing_disable()
+        for prefix in ("activation", "gradient"):  # (transformers 5.2x's name, then earlier ones')
+            if getattr(self.model, f"is_{prefix}_checkpointing", False):
+                getattr(self.model, f"{prefix}_checkpointing_disable")()
         self.model.config.use_cache = True
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         return {"loss": float(losses[-1]), "loss_first": float(losses[0]),

@@ -111,11 +111,14 @@ def train_loop(
     max_env_steps: int = 0,
     extra_row: dict[str, Any] | None = None,
     suite_backend: Any = None,
+    heldout_tasks: list[str] | None = None,
 ) -> tuple[Policy, dict[str, Any]]:
     """Run (or resume) `algo` in `run`'s folder. With `max_env_steps` > 0 the loop runs until that many
     environment steps were collected (the comparison budget); otherwise `cfg.iterations` iterations.
     Returns the trained policy and the last evaluation. Iteration 0 is the starting policy's evaluation.
-    `suite_backend` draws instance params (default SimDroid's; `voyager_gym.suites.FROM_ENV`: the envs')."""
+    `suite_backend` draws instance params (default SimDroid's; `voyager_gym.suites.FROM_ENV`: the envs').
+    `heldout_tasks` (a task split): tasks never trained on, also evaluated at each evaluation
+    (`heldout_pass_at_1`, `heldout_per_task`, `heldout_episodes`)."""
     cfg = algo.cfg
     gen = TrainGenerator(tasks, seed=seed, backend=suite_backend)
     extra = dict(extra_row or {})
@@ -140,6 +143,12 @@ def train_loop(
                 ev = evaluate(policy, envs, tasks, eval_n_per_task, seed=seed, progress=progress,
                               backend=suite_backend)
             row.update(pass_at_1=ev["pass_at_1"], per_task=ev["per_task"], eval_episodes=ev["episodes"])
+            if heldout_tasks:
+                with PHASES("evaluation"):
+                    held = evaluate(policy, envs, heldout_tasks, eval_n_per_task, seed=seed,
+                                    progress=progress, backend=suite_backend)
+                row.update(heldout_pass_at_1=held["pass_at_1"], heldout_per_task=held["per_task"],
+                           heldout_episodes=held["episodes"])
         with PHASES("logging"):
             run.log({**row, **metrics, "wall_s": time.perf_counter() - t0})
         return ev

@@ -19,7 +19,7 @@ from algos.run import ADDED_KEYS, seed_everything
 from algos.timing import collector_paused
 from voyager_gym.backends.base import unknown_task_error
 from voyager_gym.env import app_names, task_names
-from voyager_gym.suites import TrainGenerator
+from voyager_gym.suites import TrainGenerator, split_tasks
 from voyager_gym.vector import make_vec
 
 BASE_VERSION = 15  # bump when the base-policy recipe or the policy changes, so caches are rebuilt
@@ -39,6 +39,17 @@ def resolve_tasks(spec: list[str], backend: str = "simdroid") -> list[str]:
         if t not in known:
             raise SystemExit(f"tasks: {unknown_task_error(t, known).args[0]}")
     return names
+
+
+def task_split(cfg: Any, tasks: list[str]) -> tuple[list[str], list[str]]:
+    """(tasks to train on, held-out tasks to evaluate on as well): `tasks` and none with split=instances; the
+    seeded split of voyager_gym.suites.split_tasks with split=tasks."""
+    if cfg.split == "instances":
+        return tasks, []
+    try:
+        return split_tasks(tasks, cfg.heldout_fraction, cfg.split_seed)
+    except ValueError as e:
+        raise SystemExit(f"split=tasks: {e}") from None
 
 
 def policy_reads_pixels(cfg: Any) -> bool:

@@ -129,6 +129,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         make_algorithm_envs,
         resolve_tasks,
         suite_backend,
+        task_split,
     )
 
     pin_cpu_numerics(cfg.torch_threads)
@@ -140,7 +141,7 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         print(f"  {algo} seed {seed}: config or budget changed; the old run is kept in "
               f"{set_aside(pair, Path(out))}")
     (pair / "done").unlink(missing_ok=True)
-    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
+    tasks, heldout = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
     if algo == SB3:  # trains from scratch through the fixed-size wrapper, on the simple tasks by default
         from algos import sb3_ppo
 
@@ -158,7 +159,8 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
                 hand_demos(a, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
                 hand_rft_pool(a, cfg, tasks)  # grsd.rft_pool: RFT's successes to start from
                 train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
-                           max_env_steps=cfg.budget, suite_backend=suite_backend(cfg))
+                           max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),
+                           heldout_tasks=heldout)
             finally:
                 envs.close()
         finally:
@@ -219,16 +221,16 @@ def expected_seconds(cfg: CompareConfig, todo: list[tuple[str, int]], start_cach
 
 
 def start_is_cached(cfg: CompareConfig) -> bool:
-    from experiments.common import resolve_tasks, rft_path
+    from experiments.common import resolve_tasks, rft_path, task_split
 
-    return (rft_path(cfg, resolve_tasks(cfg.tasks, cfg.env.backend)) / "done").exists()
+    return (rft_path(cfg, task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))[0]) / "done").exists()
 
 
 def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
     """Train (or load) the shared RFT checkpoint once, before the pairs start; returns its metrics rows."""
-    from experiments.common import load_or_train_rft, make_envs, resolve_tasks
+    from experiments.common import load_or_train_rft, make_envs, resolve_tasks, task_split
 
-    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
+    tasks, _ = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
     envs = make_envs(cfg)
     try:
         _, row = load_or_train_rft(cfg, tasks, envs)
@@ -244,9 +246,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
     cfg = parse_compare(sys.argv[1:] if argv is None else argv)
     names = list(cfg.algo)
     from algos.run import RunFolderError, lock_folder
-    from experiments.common import make_algorithm, resolve_tasks
+    from experiments.common import make_algorithm, resolve_tasks, task_split
 
-    resolve_tasks(cfg.tasks, cfg.env.backend)  # every argument is checked before the folder is touched
+    task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))  # every argument is checked before the folder
+    # is touched
     for a in names:
         if a != SB3:
             make_algorithm(cfg, a)

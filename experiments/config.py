@@ -39,6 +39,7 @@ from algos.ppo import PPOConfig
 from algos.registry import algorithm_names, config_section
 from algos.rft import RFTConfig
 from algos.vine import VineConfig
+from voyager_gym.suites import TASK_SPLITS
 
 # Trainable by train.py: the registered algorithms (algos/registry.py), each set by the config section of its
 # name; compare.py also runs sb3-ppo, a separate baseline with its own training loop (algos/sb3_ppo.py)
@@ -190,11 +191,18 @@ class SuitePart:
 
     tasks: list[str] = dataclasses.field(default_factory=lambda: ["all"])  # task names, or all
     eval_n_per_task: int = 4  # held-out instances per task: 308 episodes for the 77 tasks
+    split: str = "instances"  # instances (train and evaluate on the same tasks, other instances) | tasks
+    # (train on some tasks, base and RFT included; evaluate also on tasks never trained on: heldout_pass_at_1)
+    heldout_fraction: float = 0.25  # split=tasks: share of the tasks held out (at least one, never all)
+    split_seed: int = 0  # split=tasks: which tasks are held out (voyager_gym.suites.split_tasks)
 
     def __post_init__(self) -> None:
         _at_least("eval_n_per_task", self.eval_n_per_task, 1)
         if not self.tasks:
             raise ValueError("tasks=[]: expected task names or all")
+        _choice("split", self.split, TASK_SPLITS)
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise ValueError(f"heldout_fraction={self.heldout_fraction!r}: expected a value in (0, 1)")
 
 
 @dataclasses.dataclass

@@ -22,10 +22,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from algos.evaluation import evaluate
     from algos.policies.registry import make_policy
     from algos.run import pin_cpu_numerics
-    from experiments.common import load_saved_policy, make_envs, resolve_tasks, suite_backend
+    from experiments.common import load_saved_policy, make_envs, resolve_tasks, suite_backend, task_split
     from voyager_gym.env import app_names
 
     tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
+    if cfg.split == "tasks":  # the tasks a run with the same split never trained on
+        tasks = task_split(cfg, tasks)[1]
     pin_cpu_numerics(cfg.torch_threads)  # the kernels training used: the same greedy actions, the same Pass@1
     envs = make_envs(cfg)
     try:

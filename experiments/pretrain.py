@@ -23,9 +23,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, PretrainConfig, "pretrain")
     from algos.evaluation import evaluate
     from algos.run import pin_cpu_numerics, seed_everything
-    from experiments.common import base_path, load_or_train_base, make_envs, resolve_tasks, suite_backend
+    from experiments.common import (
+        base_path,
+        load_or_train_base,
+        make_envs,
+        resolve_tasks,
+        suite_backend,
+        task_split,
+    )
 
-    tasks = resolve_tasks(cfg.tasks)
+    tasks, _ = task_split(cfg, resolve_tasks(cfg.tasks))  # split=tasks: the base of the training tasks
     # the same kernels and threads as train.py and compare.py: a base cached by this entry point must be the
     # one they would have trained under the same recipe key
     pin_cpu_numerics(cfg.torch_threads)

@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         make_algorithm_envs,
         resolve_tasks,
         suite_backend,
+        task_split,
     )
 
     algo = make_algorithm(cfg)
@@ -40,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise SystemExit(
             f"{out} already holds a run; pass resume=true to continue it or choose another out_dir"
         )
-    tasks = resolve_tasks(cfg.tasks, cfg.env.backend)
+    tasks, heldout = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
     pin_cpu_numerics(cfg.torch_threads)
     try:
         run = Run(out, run_config(cfg), wandb_mode=cfg.wandb, group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         hand_demos(algo, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
         _, last = train_loop(
             algo, policy, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
-            max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),
+            max_env_steps=cfg.budget, suite_backend=suite_backend(cfg), heldout_tasks=heldout,
         )
     finally:
         envs.close()

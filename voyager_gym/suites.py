@@ -82,6 +82,26 @@ def eval_suite(
     ]
 
 
+TASK_SPLITS = ("instances", "tasks")  # held-out instances of the training tasks | held-out tasks
+SPLIT_STREAM = 0x73706C  # second entropy word of the task split's permutation ([seed, SPLIT_STREAM])
+
+
+def split_tasks(tasks: list[str], heldout_fraction: float, seed: int = 0) -> tuple[list[str], list[str]]:
+    """(training tasks, held-out tasks): round(heldout_fraction * n) of `tasks` (at least one, and at least
+    one left to train on), drawn by `seed` alone whatever the order `tasks` come in; each part keeps that
+    order. Held-out tasks are templates a policy trained on the first part never saw (no instance, no
+    demonstration)."""
+    names = list(dict.fromkeys(tasks))
+    if len(names) < 2:
+        raise ValueError(f"a task split needs two or more tasks, got {names}")
+    if not 0.0 < heldout_fraction < 1.0:
+        raise ValueError(f"heldout_fraction={heldout_fraction!r}: expected a value in (0, 1)")
+    n = min(len(names) - 1, max(1, round(heldout_fraction * len(names))))
+    order = np.random.default_rng([seed, SPLIT_STREAM]).permutation(sorted(names))
+    held = set(order[:n].tolist())
+    return [t for t in names if t not in held], [t for t in names if t in held]
+
+
 def eval_seeds(tasks: list[str], n_per_task: int, suite_seed: int = EVAL_SUITE_SEED) -> set[int]:
     return {instance_seed(suite_seed, n, i) for n in tasks for i in range(n_per_task)}
 

@@ -41,14 +41,14 @@ LOOP_TASKS = ("SystemWifiTurnOn", "OpenAppTaskEval", "SystemBluetoothTurnOff", "
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="tiny-qwen3-vl", help="tiny-qwen3-vl, qwen3-vl-4b or a checkpoint path")
+    ap.add_argument("--model", default="tiny-qwen3-vl", help="tiny-qwen3-vl, qwen3-vl-4b or a folder")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32", help="bfloat16 | float16 | float32")
     ap.add_argument("--batch-sizes", default="1,4", help="comma-separated act batch sizes")
     ap.add_argument("--one-at-a-time", type=int, default=2, help="prompts acted on one by one (reference)")
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--render-scale", type=float, default=0.05, help="SimDroid frame scale (1: 1080x2400)")
-    ap.add_argument("--min-pixels", type=int, default=None, help="Qwen-VL pixel budget (default: processor's)")
+    ap.add_argument("--min-pixels", type=int, default=None, help="Qwen-VL pixel budget (default: its own)")
     ap.add_argument("--max-pixels", type=int, default=None)
     ap.add_argument("--crop-status-bar", action="store_true")
     ap.add_argument("--sft-samples", type=int, default=16, help="samples of the timed fit_sft (0: skip)")
@@ -147,13 +147,15 @@ def bench_act(policy: Any, inputs: list[Any], args: argparse.Namespace, clock: C
             policy.model.generate(**enc, **gen)
         dt_gen = clock.stop(t1)
         rate = b / dt
-        row = {"actions_per_s": rate, "s": dt, "peak_gib": peak, "prompt_tokens": int(enc["input_ids"].shape[1]),
+        row = {"actions_per_s": rate, "s": dt, "peak_gib": peak,
+               "prompt_tokens": int(enc["input_ids"].shape[1]),
                "response_tokens_mean": n_tokens / b, "act_vs_one_at_a_time": rate / one,
                "act_vs_generate": dt_gen / dt}
         out[f"act_b{b}"] = row
         print(f"act batch {b}: {rate:.2f} actions/s ({dt:.2f} s, prompt {row['prompt_tokens']} tokens, "
               f"~{row['response_tokens_mean']:.0f} generated), {rate / one:.2f}x one at a time, "
-              f"{row['act_vs_generate']:.2f}x a bare model.generate ({b / dt_gen:.2f}/s), peak {peak:.2f} GiB")
+              f"{row['act_vs_generate']:.2f}x a bare model.generate ({b / dt_gen:.2f}/s), "
+              f"peak {peak:.2f} GiB")
     return out
 
 
@@ -201,7 +203,8 @@ def bench_loop(policy: Any, args: argparse.Namespace, clock: Clock) -> dict[str,
     peak = clock.peak_gib()
     rate = steps / last["wall_s"] if last.get("wall_s") else 0.0
     print(f"GRPO loop: {args.loop_iters} iteration(s) on {len(LOOP_TASKS)} tasks x {group} rollouts: "
-          f"{int(steps)} training env steps in {last['wall_s']:.1f} s ({rate:.2f} env steps/s with evaluation "
+          f"{int(steps)} training env steps in {last['wall_s']:.1f} s ({rate:.2f} env steps/s with "
+          f"evaluation "
           f"and checkpoints; {dt:.1f} s in all), peak {peak:.2f} GiB")
     return {"loop_env_steps": steps, "loop_wall_s": last["wall_s"], "loop_env_steps_per_s": rate,
             "loop_peak_gib": peak}
@@ -223,7 +226,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     inputs = [x for x, _ in samples]
     image = policy.image(inputs[0])
     grid = policy.encode_prompts(inputs[:1])["image_grid_thw"][0].tolist()
-    fig: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype, "params": n_params,
+    fig: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype,
+                           "params": n_params,
                            "frame": [int(s) for s in inputs[0].pixels.shape[:2]], "image": list(image.size),
                            "image_grid_thw": grid, "image_tokens": grid[0] * grid[1] * grid[2] // 4,
                            "max_new_tokens": args.max_new_tokens, "setup_s": time.perf_counter() - t0}

@@ -37,7 +37,7 @@ VALUE_HEAD_FILE = "value_head.safetensors"  # the PPO value head, saved next to 
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")  # ChatML, Llama 3, Gemma, Phi
 TRUNCATED = "\n...(truncated)"
 TOKEN_ALIGNED_KEYS = {"token_type_ids", "mm_token_type_ids"}  # processor outputs with one entry per token
-STATUS_BAR_FRACTION = 96 / 2400  # SimDroid's status bar (voyager_gym.backends.sim.widgets.STATUS_H) per height
+STATUS_BAR_FRACTION = 96 / 2400  # SimDroid's status bar (backends/sim/widgets.py STATUS_H) per height
 
 
 QWEN_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")  # model types whose processor `qwen_vl_processor` stands in for
@@ -51,8 +51,8 @@ def images_processor_class() -> type:
         """Qwen3-VL's processor without its video processor, which needs torchvision (absent beside some torch
         builds): screenshots go through the same image processor, vision tokens and chat template."""
 
-        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: str | None = None,
-                     **kwargs: Any):
+        def __init__(self, image_processor: Any = None, tokenizer: Any = None,
+                     chat_template: str | None = None, **kwargs: Any):
             super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
 
     return QwenVLImagesProcessor
@@ -92,8 +92,8 @@ def load_pretrained(name: str | Path, dtype: Any = None, device: str = "cpu") ->
     if is_vlm and getattr(processor, "image_processor", None) is None:
         if config.model_type not in QWEN_VL_TYPES:
             raise ValueError(f"{name}: AutoProcessor built no image processor for this {config.model_type!r} "
-                             f"vision-language model (is torchvision missing?); expected one of {QWEN_VL_TYPES}"
-                             " or a checkpoint whose processor loads here")
+                             "vision-language model (is torchvision missing?); expected one of "
+                             f"{QWEN_VL_TYPES} or a checkpoint whose processor loads here")
         tokenizer = AutoTokenizer.from_pretrained(name)
         template = Path(name) / "chat_template.jinja"
         chat = template.read_text() if template.is_file() else None
@@ -105,7 +105,8 @@ def torch_dtype(name: str | torch.dtype) -> torch.dtype:
     """'bfloat16' / 'bf16' / 'float16' / 'float32' (or a torch.dtype) as a torch.dtype."""
     if isinstance(name, torch.dtype):
         return name
-    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
+               "float": "float32"}
     dt = getattr(torch, aliases.get(name, name), None)
     if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
         raise ValueError(f"dtype={name!r}: expected bfloat16, float16 or float32")
@@ -243,11 +244,11 @@ class HFPolicy(Policy):
         max_prompt_tokens: longer prompts lose the tail of their user text (image tokens not counted).
         dtype: model dtype when loading from a path (default float32 on CPU, the checkpoint's on GPU).
         sft_batch_size: per-device batch size of `fit_sft`.
-        sft_args: extra `trl.SFTConfig` fields for `fit_sft` (lr_scheduler_type, gradient_accumulation_steps..).
+        sft_args: extra `trl.SFTConfig` fields for `fit_sft` (lr_scheduler_type, optim, ...).
         min_pixels, max_pixels: a Qwen-VL processor's pixel budget for a screenshot (None: the processor's
-            own); it keeps the aspect ratio and makes both sides multiples of patch x merge size (32 pixels for
-            Qwen3-VL, each 32x32 block one image token). Set on the processor, so `fit_sft` (TRL) and `act` see
-            the same resolution, and saved with it.
+            own); it keeps the aspect ratio and makes both sides multiples of patch x merge size (32 pixels
+            for Qwen3-VL, each 32x32 block one image token). Set on the processor, so `fit_sft` (TRL) and
+            `act` see the same resolution, and saved with it.
         crop_status_bar: drop the screenshot's top STATUS_BAR_FRACTION (SimDroid's status bar, 96 of 2400
             rows: the clock and icons, noise to the model) before the processor sees it.
         gradient_checkpointing: recompute activations in `fit_sft`'s backward pass (None: on except on CPU).
@@ -530,10 +531,10 @@ class HFPolicy(Policy):
         """Fine-tune with TRL's SFTTrainer, loss on the completion (response + end-of-turn) only;
         `lr_schedule` None keeps TRL's default (linear decay).
 
-        `weights[i]` multiplies sample i's token losses: a batch's loss is sum_i w_i * (sum of i's token NLLs) /
-        sum_i w_i * (i's token count), so weight k is exactly k copies of the sample in the same batch (and
-        weight 1 everywhere is TRL's own token-mean loss). Across batches it is not repetition: copies could
-        land in other batches and add optimizer steps."""
+        `weights[i]` multiplies sample i's token losses: a batch's loss is
+        sum_i w_i * (sum of i's token NLLs) / sum_i w_i * (i's token count), so weight k is exactly k
+        copies of the sample in the same batch (and weight 1 everywhere is TRL's own token-mean loss). Across
+        batches it is not repetition: copies could land in other batches and add optimizer steps."""
         from transformers import PrinterCallback
         from trl import SFTConfig
 
@@ -549,8 +550,8 @@ class HFPolicy(Policy):
         # transformers 5.2x's TrainingArguments names it activation_checkpointing, earlier ones
         # gradient_checkpointing
         names = {f.name for f in dataclasses.fields(SFTConfig)}
-        cfg["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = \
-            checkpointing
+        key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+        cfg[key] = checkpointing
         if check_lr_schedule(lr_schedule) is not None:
             cfg["lr_scheduler_type"] = lr_schedule
         if self.tokenizer.eos_token != self.eot:  # else TRL appends eos after our end-of-turn in text data
@@ -564,9 +565,9 @@ class HFPolicy(Policy):
             trainer.remove_callback(PrinterCallback)
             result = trainer.train()
         self.model.eval()
-        for prefix in ("activation", "gradient"):  # (transformers 5.2x's name, then earlier ones')
-            if getattr(self.model, f"is_{prefix}_checkpointing", False):
-                getattr(self.model, f"{prefix}_checkpointing_disable")()
+        prefix = "activation" if hasattr(self.model, "is_activation_checkpointing") else "gradient"
+        if getattr(self.model, f"is_{prefix}_checkpointing", False):
+            getattr(self.model, f"{prefix}_checkpointing_disable")()
         self.model.config.use_cache = True
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         return {"loss": float(losses[-1]), "loss_first": float(losses[0]),
@@ -578,7 +579,8 @@ class HFPolicy(Policy):
         """What `load` rebuilds the policy with (the pixel budget lives in the saved processor)."""
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
                 "images": self.use_images, "seed": self.seed, "max_prompt_tokens": self.max_prompt_tokens,
-                "crop_status_bar": self.crop_status_bar, "gradient_checkpointing": self.gradient_checkpointing,
+                "crop_status_bar": self.crop_status_bar,
+                "gradient_checkpointing": self.gradient_checkpointing,
                 "sft_batch_size": self.sft_batch_size, "device": str(self.device)}
 
     def save(self, path: str | Path) -> None:

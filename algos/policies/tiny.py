@@ -29,8 +29,9 @@ from algos.policies.hf import qwen_vl_processor
 from algos.prompt import SYSTEM, PolicyInput, render_prompt, render_response
 
 PAD, IM_START, IM_END, IMAGE = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>"
-# Qwen-VL's vision tokens: a screenshot is <|vision_start|> + one <|image_pad|> per merged patch + <|vision_end|>
-VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD = "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"
+# Qwen-VL's vision tokens: a screenshot is <|vision_start|>, an <|image_pad|> per merged patch, <|vision_end|>
+VISION_START, VISION_END = "<|vision_start|>", "<|vision_end|>"
+IMAGE_PAD, VIDEO_PAD = "<|image_pad|>", "<|video_pad|>"
 QWEN_VL_PATCH = 8  # the tiny Qwen3-VL's patch side (the real one's is 16); 2x2 patches merge into one token
 QWEN_VL_MIN_PIXELS = 16 * 16  # its processor's default pixel budget: a 54x120 SimDroid frame (render
 QWEN_VL_MAX_PIXELS = 64 * 64  # scale 0.05) becomes 32x80 pixels, 40 patches, 10 image tokens
@@ -187,8 +188,9 @@ def qwen3_vl_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, layers: in
                 rope_parameters=dict(rope_type="default", rope_theta=5e6, mrope_section=section,
                                      mrope_interleaved=True),
                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-    vision = vision or dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=QWEN_VL_PATCH,
-                            num_position_embeddings=64, deepstack_visual_indexes=[0])
+    vision = vision or dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                            num_position_embeddings=64, patch_size=QWEN_VL_PATCH,
+                            deepstack_visual_indexes=[0])
     vision = dict(temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=hidden_size, **vision)
     return Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=ids[IMAGE_PAD],
                          video_token_id=ids[VIDEO_PAD], vision_start_token_id=ids[VISION_START],
@@ -196,15 +198,15 @@ def qwen3_vl_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, layers: in
 
 
 def qwen3_vl_4b_config(tokenizer: Qwen2Tokenizer) -> Qwen3VLConfig:
-    """Qwen3-VL-4B-Instruct's shape (its config.json: text hidden 2560, 36 layers, 32 heads / 8 KV heads of 128,
-    intermediate 9728; vision tower 24 blocks of width 1024 on 16-pixel patches, deepstack at 5/11/17) with
-    `tokenizer`'s vocabulary: random weights for throughput and memory figures without a download. The real
-    vocabulary (151,936) adds ~0.4B embedding parameters, tied; pass a tokenizer that size to match it."""
+    """Qwen3-VL-4B-Instruct's shape (its config.json: text hidden 2560, 36 layers, 32 heads / 8 KV heads of
+    128, intermediate 9728; vision tower 24 blocks of width 1024 on 16-pixel patches, deepstack at 5/11/17)
+    with `tokenizer`'s vocabulary: random weights for throughput and memory figures without a download. The
+    real vocabulary (151,936) adds ~0.4B embedding parameters, tied; pass a tokenizer that big to match."""
     vision = dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, patch_size=16,
                   num_position_embeddings=2304, deepstack_visual_indexes=[5, 11, 17],
                   hidden_act="gelu_pytorch_tanh")
-    return qwen3_vl_config(tokenizer, hidden_size=2560, layers=36, heads=32, kv_heads=8, intermediate_size=9728,
-                           head_dim=128, vision=vision)
+    return qwen3_vl_config(tokenizer, hidden_size=2560, layers=36, heads=32, kv_heads=8,
+                           intermediate_size=9728, head_dim=128, vision=vision)
 
 
 def qwen_vl_tokenizer(tokenizer: Qwen2Tokenizer) -> Qwen2Tokenizer:
@@ -231,7 +233,8 @@ def tiny_qwen_vl_processor(tokenizer: Qwen2Tokenizer, patch_size: int = QWEN_VL_
 def build_tiny_qwen3_vl(tokenizer: Qwen2Tokenizer, seed: int = 0, config: Qwen3VLConfig | None = None,
                         dtype: torch.dtype | None = None
                         ) -> tuple[Qwen3VLForConditionalGeneration, Any]:
-    """A Qwen3-VL with random weights from `seed` and its processor (`tiny_qwen_vl_processor`, hf.py's `QwenVLImagesProcessor`; the patch side
+    """A Qwen3-VL with random weights from `seed` and its processor (`tiny_qwen_vl_processor`, hf.py's
+    `QwenVLImagesProcessor`; the patch side
     follows `config`, e.g. `qwen3_vl_4b_config` for the 4B's shape). `tokenizer` is the plain tiny one."""
     tokenizer = qwen_vl_tokenizer(tokenizer)
     config = config or qwen3_vl_config(tokenizer)
@@ -243,7 +246,8 @@ def build_tiny_qwen3_vl(tokenizer: Qwen2Tokenizer, seed: int = 0, config: Qwen3V
     _finish(model, tokenizer)
     patch = config.vision_config.patch_size
     scale = (patch // QWEN_VL_PATCH) ** 2
-    return model, tiny_qwen_vl_processor(tokenizer, patch, QWEN_VL_MIN_PIXELS * scale, QWEN_VL_MAX_PIXELS * scale)
+    return model, tiny_qwen_vl_processor(tokenizer, patch, QWEN_VL_MIN_PIXELS * scale,
+                                         QWEN_VL_MAX_PIXELS * scale)
 
 
 TINY_MODELS = ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl")  # `policy.hf_model` names built offline

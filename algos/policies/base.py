@@ -172,15 +172,13 @@ class Policy(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} is not trainable")
 
     def copy(self) -> Policy:
-        """An independent copy that acts and trains like this policy (through save and load, so any trainable
-        policy; policies without `save` override it)."""
+        """An independent copy that acts and trains like this policy (through its own save and load, so any
+        trainable policy; policies without `save` override it)."""
         import tempfile
-
-        from algos.policies.registry import load_policy
 
         with tempfile.TemporaryDirectory() as tmp:
             self.save(Path(tmp) / "copy")
-            return load_policy(Path(tmp) / "copy", device=str(self.device))
+            return type(self).load(Path(tmp) / "copy")
 
     def save(self, path: str | Path) -> None:
         raise NotImplementedError(f"{type(self).__name__} has no weights to save")

@@ -57,8 +57,8 @@ def policy_reads_pixels(cfg: Any) -> bool:
     p = cfg.policy
     if p.name != "hf":
         return False
-    if p.hf_model in ("tiny-lm", "tiny-vlm") and not p.path:
-        return p.hf_model == "tiny-vlm"
+    if p.hf_model in ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl") and not p.path:
+        return p.hf_model != "tiny-lm"
     from transformers import AutoConfig
 
     return getattr(AutoConfig.from_pretrained(p.path or p.hf_model), "vision_config", None) is not None
@@ -134,16 +134,11 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
         return make_policy("small", app_names=app_names(envs), seed=cfg.seed, memory=p.memory,
                            memory_mode=p.memory_mode, layers=p.layers, d_model=p.d_model)
     if p.name == "hf":
+        from algos.policies import tiny
         from algos.policies.hf import HFPolicy
 
-        if p.hf_model in ("tiny-lm", "tiny-vlm"):
-            from algos.policies import tiny
-
-            tok = tiny.build_tiny_tokenizer()
-            if p.hf_model == "tiny-lm":
-                lm = tiny.build_tiny_causal_lm(tok, seed=cfg.seed)
-                return HFPolicy(model=lm, processor=tok, seed=cfg.seed)
-            model, proc = tiny.build_tiny_vlm(tok, seed=cfg.seed)
+        if p.hf_model in tiny.TINY_MODELS:
+            model, proc = tiny.build_named(p.hf_model, seed=cfg.seed)
             return HFPolicy(model=model, processor=proc, seed=cfg.seed)
         return HFPolicy.from_pretrained(p.hf_model)
     raise SystemExit(f"policy={p.name!r} cannot be trained; expected small or hf")

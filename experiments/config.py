@@ -143,7 +143,8 @@ class PolicyConfig:
     """Which policy acts and learns."""
 
     name: str = "small"  # small | hf to train; evaluate also takes expert | random
-    hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm (built offline)
+    hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm / tiny-qwen3-vl (built
+    # offline)
     path: str = ""  # a saved policy to start from or evaluate: a policy folder, or a run folder (its latest
     # checkpoint)
     memory: int = 0  # policy=small: elements of the episode's earlier screens it reads (0: none; at most 64)

@@ -342,3 +342,28 @@ def test_small_policy_fork_eval_iteration_runs_every_arm():
         assert 0.0 <= m[f"forklevel/{arm}/teacher"] <= 1.0 and 0.0 <= m[f"forklevel/{arm}/transfer"] <= 1.0
     assert set(m["forklevel/records"]["arms"]) == {"before", "grsd", "control", "grpo", "oracle"}
     assert m["forklevel/control/teacher"] == m["forklevel/before/teacher"]  # no D, no update
+
+
+def test_the_fork_level_measurement_leaves_training_unchanged():
+    """The same update with and without `fork_eval` gives the same weights: the measurement draws from no
+    RNG the training reads (its arms train copies) and takes no training env step."""
+    envs = make_vec(4, "sync", observation_mode="full", render_scale=0.25, noise="default")
+    try:
+        base = bc_small_policy(E2E_TASKS, envs)
+        gs = collect(base, envs, TrainGenerator(E2E_TASKS, seed=1).take(6),
+                     RolloutConfig(group_size=4, thumb_width=0, keep_frames=True, seed=1))
+        weights, metrics = [], []
+        for on in (False, True):
+            pol = base.copy()
+            algo = GRSD(GRSDConfig(recipe="paper", fork_eval=on, fork_eval_transfer=1, epochs=1))
+            algo.envs = envs
+            torch.manual_seed(5)
+            metrics.append(algo.update(pol, gs, iteration=1, seed=3))
+            weights.append([p.detach().clone() for p in pol.model.parameters()])
+            weights[-1].append(torch.rand(1))  # the global RNG the loop's next draw reads
+    finally:
+        envs.close()
+    assert metrics[1]["grsd/forks"] >= 1 and "forklevel/grsd/fix" in metrics[1]
+    assert "forklevel/grsd/fix" not in metrics[0]
+    assert metrics[0]["losses/sft"] == metrics[1]["losses/sft"]
+    assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))

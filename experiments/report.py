@@ -298,6 +298,9 @@ DIAGNOSTICS = (
     ("train/update_env_steps", "env steps of the update's own branches (counted in the budget)", False),
     ("vine/states", "states valued by Monte Carlo continuations", False),
     ("vine/value_mean", "their mean Monte Carlo value", True),
+    ("grsd_reflect/credit_auc", "credit localisation: AUC of turn weights at true fork steps (GRPO 50%)",
+     True),
+    ("grsd/greedy_forks", "forks whose failed action was the greedy one", False),
 )
 # horizon groups by AndroidWorld complexity (its step budget is int(10 * complexity)): (name, upper bound)
 HORIZONS = (("short (complexity <= 1.2, <= 12 steps)", 1.2), ("medium (1.4-2.4, 14-24 steps)", 2.4),
@@ -396,6 +399,26 @@ def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
     if unknown := [t for t in st.tasks if t not in comp]:
         lines.append(f"\n{len(unknown)} tasks of unknown complexity left out of this split")
     return lines
+
+
+def heldout_md(rows: list[dict[str, Any]], algos: list[str]) -> list[str]:
+    """table.md's held-out-task table (`split=tasks`): per algorithm, each seed's last `heldout_pass_at_1` (on
+    tasks never trained on) beside its first, the mean over seeds; nothing without a split."""
+    lines = []
+    for algo in algos:
+        runs: dict[int, list[float]] = {}
+        for r in sorted(rows, key=lambda r: r.get("iteration", 0)):
+            if r.get("algo") == algo and _logged(r, "heldout_pass_at_1"):
+                runs.setdefault(r.get("seed", 0), []).append(float(r["heldout_pass_at_1"]))
+        if runs:
+            first, last = [v[0] for v in runs.values()], [v[-1] for v in runs.values()]
+            lines.append(f"| {algo} | {np.mean(first):.3f} | {np.mean(last):.3f} | "
+                         + ", ".join(f"{x:.3f}" for x in last) + " |")
+    if not lines:
+        return []
+    return ["", "Held-out tasks (`split=tasks`: templates never trained on): Pass@1 at the start and at the "
+            "last evaluation, mean over seeds", "", *md_head("algorithm", "start", "final", "per seed"),
+            *lines]
 
 
 FORK_ARMS = ("grsd", "control", "grpo", "oracle")  # the fork-level measurement's arms, after "before"
@@ -508,6 +531,7 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statist
     lines += statistics_md(st)
     lines += horizon_md(st, start_row)
     lines += diagnostics_md(diag or {})
+    lines += heldout_md(rows or [], list(summ))
     lines += forklevel_md(rows or [])
     hard, never = hardest(start_row.get("per_task") if start_row else None, summ)
     if hard:

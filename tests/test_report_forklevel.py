@@ -35,3 +35,13 @@ def test_forklevel_table_rates_and_paired_differences():
 
 def test_no_forklevel_records_no_table():
     assert forklevel_md([{"algo": "grsd", "seed": 0, "iteration": 1, "pass_at_1": 0.5}]) == []
+
+
+def test_heldout_table_reads_each_seeds_first_and_last_evaluation():
+    from experiments.report import heldout_md
+
+    rows = [{"algo": "grpo", "seed": s, "iteration": i, "heldout_pass_at_1": v}
+            for s, vals in ((0, (0.2, 0.4)), (1, (0.3, 0.5))) for i, v in enumerate(vals)]
+    md = "\n".join(heldout_md(rows, ["grpo", "ppo"]))
+    assert "| grpo | 0.250 | 0.450 | 0.400, 0.500 |" in md and "| ppo |" not in md
+    assert heldout_md([{"algo": "grpo", "seed": 0, "iteration": 0, "pass_at_1": 0.5}], ["grpo"]) == []

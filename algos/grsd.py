@@ -108,6 +108,8 @@ class GRSDConfig(LoopConfig):
     # this update with every fork labelled with the task expert's action at its state
     fork_eval_transfer: int = 2  # held-out instances per fork task evaluated (greedy) per arm: does a fix
     # carry to other instances of the task (0: off)
+    fork_eval_until: int = 0  # measure iterations 1..N only (0: every one); each measured iteration costs an
+    # update per arm
 
 
 RECIPES = ("replay", "paper")
@@ -216,7 +218,7 @@ class GRSD(Algorithm):
         for key in ("branch_k", "fork_pool_max"):
             if getattr(cfg, key) < 1:
                 raise ValueError(f"grsd.{key}={getattr(cfg, key)!r}: expected an integer >= 1")
-        for key in ("fork_epochs", "fork_eval_transfer"):
+        for key in ("fork_epochs", "fork_eval_transfer", "fork_eval_until"):
             if getattr(cfg, key) < 0:
                 raise ValueError(f"grsd.{key}={getattr(cfg, key)!r}: expected an integer >= 0")
         if not (math.isfinite(cfg.greedy_weight) and cfg.greedy_weight > 0):
@@ -335,7 +337,8 @@ class GRSD(Algorithm):
         if not cfg.train_on_forks:
             train = []
         states = fork_states(train)
-        measuring = cfg.fork_eval and kind != "rft" and bool(states)
+        measuring = (cfg.fork_eval and kind != "rft" and bool(states)
+                     and (cfg.fork_eval_until == 0 or iteration <= cfg.fork_eval_until))
         metrics: dict[str, Any] = {}
         if cfg.fork_mode == "oracle" or measuring:
             with preserved_rng():

@@ -47,6 +47,7 @@ ADDED_KEYS: dict[str, Any] = {
     "grsd.recipe": "replay", "grsd.teacher": "", "grsd.fork_epochs": 0, "grsd.fork_pool": False,
     "grsd.fork_pool_max": 2048, "grsd.greedy_weight": 1.0, "grsd.fork_eval": False,
     "grsd.fork_eval_arms": ["control", "grpo", "oracle"], "grsd.fork_eval_transfer": 2,
+    "grsd.fork_eval_until": 0,
     # the held-out-task split (2026-12-04): runs before it trained and evaluated on the same tasks
     "split": "instances", "heldout_fraction": 0.25, "split_seed": 0,
 }

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import math
 import multiprocessing as mp
 import os
 import shutil
@@ -177,7 +178,11 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 # GRSD since it continues RFT's pool and replays 8,000 of its samples an update (2026-12-02, 116 tasks,
 # ~27,500-step pairs: 340 s for 22,162 steps alone, ~620 s two at a time beside a third job): linear, as the
 # replayed set no longer grows with the run.
+# FORK_EVAL_SECONDS: each iteration GRSD measures at the fork level (2026-12-04, `grsd.fork_eval`; the
+# control arm fits the replayed set a second time, then every arm's greedy rollouts and transfer evaluations):
+# 293-374 s an iteration with three jobs on the 2 cores against ~90 s unmeasured, so ~100-150 s more with two.
 # START_SECONDS: the base policy and the RFT checkpoint when not cached.
+FORK_EVAL_SECONDS = 150.0
 PAIR_SECONDS = {"grsd": (1.8e-2, 0.0), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0),
                 # one seed of the default with all five, scaled by that run's GRPO against the rate above
                 "gigpo": (5.8e-3, 0.0), "vine": (3.0e-3, 0.0)}
@@ -196,7 +201,11 @@ def pair_seconds(cfg: CompareConfig, algo: str) -> float | None:
     sec = getattr(cfg, config_section(algo))
     steps = cfg.budget + 0.5 * sec.instances_per_iter * sec.group_size * 7.5
     lin, quad = PAIR_SECONDS[algo]
-    return PAIR_OVERHEAD_S + lin * steps + quad * steps**2
+    measured = 0.0
+    if getattr(sec, "fork_eval", False):  # GRSD's measured iterations: all, or the first fork_eval_until
+        iterations = math.ceil(steps / (sec.instances_per_iter * sec.group_size * 7.5))
+        measured = iterations if sec.fork_eval_until == 0 else min(iterations, sec.fork_eval_until)
+    return PAIR_OVERHEAD_S + lin * steps + quad * steps**2 + FORK_EVAL_SECONDS * measured
 
 
 def longest_first(cfg: CompareConfig, todo: list[tuple[str, int]]) -> list[tuple[str, int]]:

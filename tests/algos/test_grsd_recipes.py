@@ -367,3 +367,14 @@ def test_the_fork_level_measurement_leaves_training_unchanged():
     assert "forklevel/grsd/fix" not in metrics[0]
     assert metrics[0]["losses/sft"] == metrics[1]["losses/sft"]
     assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
+
+
+def test_fork_eval_until_measures_the_first_iterations_only(groups, envs):
+    algo = GRSD(GRSDConfig(fork_eval=True, fork_eval_until=1, fork_eval_arms=["control"],
+                           fork_eval_transfer=0))
+    algo.envs = envs
+    first = algo.update(Table(groups), groups, iteration=1, seed=0)
+    later = algo.update(Table(groups), [], iteration=2, seed=1)
+    assert first["forklevel/states"] == 3 and "forklevel/states" not in later
+    with pytest.raises(ValueError, match="fork_eval_until=-1"):
+        GRSD(GRSDConfig(fork_eval_until=-1))

@@ -26,6 +26,22 @@ def wifi_screens() -> list[PolicyInput]:
     return xs
 
 
+@pytest.fixture(scope="module")
+def tokenizer():
+    """The offline tiny byte-level tokenizer (algos.policies.tiny) the tiny HF models are built on."""
+    from algos.policies.tiny import build_tiny_tokenizer
+
+    return build_tiny_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def pixel_samples():
+    """Expert steps of SystemWifiTurnOn with 54x120 screenshots, for the tiny vision-language models."""
+    from algos.policies.tiny import expert_samples
+
+    return expert_samples(tasks=("SystemWifiTurnOn",), pixels=True, render_scale=0.05)
+
+
 def kill_after_checkpoint(cmd: list[str], out: Path, cwd: Path, env: dict[str, str], iteration: int = 1,
                           timeout: float = 300) -> int:
     """Start `cmd`, SIGKILL it as soon as `out`'s checkpoint reaches `iteration`; returns the checkpoint's

@@ -11,7 +11,6 @@ import torch
 from algos.policies.hf import HFPolicy
 from algos.policies.tiny import (
     build_tiny_causal_lm,
-    build_tiny_tokenizer,
     build_tiny_vlm,
     expert_samples,
     save_tiny,
@@ -34,17 +33,6 @@ def one_torch_thread():
 def samples():
     """33 (input, expert response) pairs from expert episodes of 5 tasks (elements only)."""
     return expert_samples()
-
-
-@pytest.fixture(scope="module")
-def pixel_samples():
-    """Expert steps with 120x54 screenshots for the VLM."""
-    return expert_samples(tasks=("SystemWifiTurnOn",), pixels=True, render_scale=0.05)
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return build_tiny_tokenizer()
 
 
 def lm_policy(tokenizer, model_seed: int = 0, **kwargs) -> HFPolicy:

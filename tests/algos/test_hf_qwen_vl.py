@@ -20,7 +20,6 @@ from algos.policies.tiny import (
     VISION_START,
     build_tiny_causal_lm,
     build_tiny_qwen3_vl,
-    build_tiny_tokenizer,
     expert_samples,
     save_tiny,
 )
@@ -38,28 +37,17 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-@pytest.fixture(scope="module")
-def tokenizer():
-    return build_tiny_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def screens():
-    """Expert steps of SystemWifiTurnOn with 54x120 screenshots."""
-    return expert_samples(tasks=("SystemWifiTurnOn",), pixels=True, render_scale=0.05)
-
-
 def qwen_policy(tokenizer, **kwargs) -> HFPolicy:
     model, processor = build_tiny_qwen3_vl(tokenizer, seed=0)
     return HFPolicy(model, processor, **{"max_new_tokens": 12, **kwargs})
 
 
-def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(tokenizer, screens):
+def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(tokenizer, pixel_samples):
     policy = qwen_policy(tokenizer)
-    x = screens[1][0]
+    x = pixel_samples[1][0]
     text = policy.prompt_text(x)
     assert text.count(VISION_START + IMAGE_PAD + VISION_END) == 1 and x.history[0] in text  # history as text
-    enc = policy.encode_prompts([x, screens[0][0]])
+    enc = policy.encode_prompts([x, pixel_samples[0][0]])
     grid = enc["image_grid_thw"].tolist()
     assert grid == [[1, 10, 4]] * 2  # 54x120 -> 32x80 pixels (max 64*64), 8-pixel patches
     pad_id = policy.tokenizer.convert_tokens_to_ids(IMAGE_PAD)
@@ -76,15 +64,15 @@ def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(tokenizer, screen
         HFPolicy(model, processor.tokenizer, max_pixels=4096)
 
 
-def test_act_log_probs_values_and_padding(tokenizer, screens):
+def test_act_log_probs_values_and_padding(tokenizer, pixel_samples):
     policy = qwen_policy(tokenizer)
-    batch = [x for x, _ in screens[:4]]
+    batch = [x for x, _ in pixel_samples[:4]]
     outs = policy.act(batch)
     assert len(outs) == 4 and all(o.action is None and math.isfinite(o.logprob) for o in outs)
     lp = policy.log_probs(batch, [o.text for o in outs])
     assert lp.requires_grad
     assert torch.allclose(lp.detach(), torch.tensor([o.logprob for o in outs]), atol=1e-3)
-    responses = [r for _, r in screens[:4]]
+    responses = [r for _, r in pixel_samples[:4]]
     with torch.no_grad():
         together = policy.log_probs(batch, responses)
         alone = torch.stack([policy.log_probs([x], [r])[0] for x, r in zip(batch, responses, strict=True)])
@@ -98,9 +86,9 @@ def test_act_log_probs_values_and_padding(tokenizer, screens):
     assert policy.values(batch).shape == (4,)
 
 
-def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(tokenizer, screens):
+def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(tokenizer, pixel_samples):
     policy = qwen_policy(tokenizer, sft_batch_size=4)
-    data = screens[:4]
+    data = pixel_samples[:4]
     xs, rs = [x for x, _ in data], [r for _, r in data]
     with torch.no_grad():
         before = policy.log_probs(xs, rs)
@@ -112,7 +100,7 @@ def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(tokenizer, sc
                                                        strict=True))
 
 
-def test_grpo_ppo_and_grsd_updates(tokenizer, screens):
+def test_grpo_ppo_and_grsd_updates(tokenizer, pixel_samples):
     from algos.grpo import GRPO, GRPOConfig
     from algos.grsd import GRSD, GRSDConfig
     from algos.ppo import PPO, PPOConfig
@@ -120,7 +108,7 @@ def test_grpo_ppo_and_grsd_updates(tokenizer, screens):
     from tests.algos.test_grsd import detour_groups
 
     policy = qwen_policy(tokenizer, sft_batch_size=4)
-    x = screens[0][0]
+    x = pixel_samples[0][0]
 
     def group() -> object:  # GOOD scores 1, BAD 0, on the same screenshot
         trajs = []
@@ -146,9 +134,9 @@ def test_grpo_ppo_and_grsd_updates(tokenizer, screens):
     assert any(not torch.equal(a, b) for a, b in zip(weights, policy.model.parameters(), strict=True))
 
 
-def test_save_load_round_trip_keeps_weights_settings_and_pixel_budget(tokenizer, screens, tmp_path):
+def test_save_load_round_trip_keeps_weights_settings_and_pixel_budget(tokenizer, pixel_samples, tmp_path):
     policy = qwen_policy(tokenizer, max_pixels=48 * 48, crop_status_bar=True, seed=3)
-    xs, rs = [x for x, _ in screens[:2]], [r for _, r in screens[:2]]
+    xs, rs = [x for x, _ in pixel_samples[:2]], [r for _, r in pixel_samples[:2]]
     policy.save(tmp_path / "p")
     loaded = HFPolicy.load(tmp_path / "p")
     assert type(loaded.model).__name__ == "Qwen3VLForConditionalGeneration" and loaded.use_images

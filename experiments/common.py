@@ -22,7 +22,7 @@ from voyager_gym.env import app_names, task_names
 from voyager_gym.suites import TrainGenerator, split_tasks
 from voyager_gym.vector import make_vec
 
-BASE_VERSION = 15  # bump when the base-policy recipe or the policy changes, so caches are rebuilt
+BASE_VERSION = 16  # bump when the base-policy recipe or the policy changes, so caches are rebuilt
 
 
 def resolve_tasks(spec: list[str], backend: str = "simdroid") -> list[str]:

@@ -155,3 +155,21 @@ def test_url_bar_leaves_and_reloads_the_page(backend):
     assert backend.phone.dev.data(chrome.PKG)["page"]["pos"] == [0, 0]
     backend.execute(Action("navigate_back"))  # nothing left in history: Chrome closes
     assert view(backend).app != chrome.PKG
+
+
+@pytest.mark.parametrize(
+    ("url", "page"),
+    [
+        ("file:///sdcard/Download/task.html", True),
+        ("file:///storage/emulated/0/Download/task.html", True),
+        ("localhost:8000/task.html", False),  # no web server on the device, as on AndroidWorld's
+        ("http://localhost:8000/task.html", False),
+    ],
+)
+def test_typed_addresses_of_the_task_page(backend, url, page):
+    backend.reset("BrowserMaze", {"browser_task_seed": 5, "seed": 5}, np.random.default_rng(0))
+    backend.execute(Action("open_app", app_name="Chrome"))
+    bar = view(backend).find(rid=f"{chrome.PKG}:id/url_bar")
+    backend.execute(Action("input_text", index=bar, text=url, clear_text=True))
+    assert view(backend).has(rid="cell character") == page
+    assert view(backend).has(text="This site can’t be reached") != page

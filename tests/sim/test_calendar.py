@@ -195,6 +195,20 @@ def test_editor_keeps_duration_and_rejects_end_before_start(backend):
     assert dev.toast == "The end date cannot be before the start date" and len(events(dev)) == n
 
 
+def test_editor_saves_trimmed_texts(backend):
+    """Simple Calendar stores the title, location and description trimmed (its EditText.value)."""
+    task, dev = start(backend, "SimpleCalendarAddOneEvent")
+    backend.execute(Action("open_app", app_name="Simple Calendar Pro"))
+    _click(backend, desc="New Event")
+    for rid, text in (("title", "  Standup  "), ("location", " Room 5\n"), ("description", "\nNotes  ")):
+        node = next(n for n in backend.phone.element_nodes() if n.rid == f"{PKG}:id/{rid}")
+        backend.execute(Action("input_text", x=node.center[0], y=node.center[1], text=text, clear_text=True))
+    n = len(events(dev))
+    _click(backend, desc="Save")
+    row = events(dev)[n]
+    assert (row["title"], row["location"], row["description"]) == ("Standup", "Room 5", "Notes")
+
+
 def test_expert_trajectory_adds_exactly_one_row(backend):
     run = run_expert(backend, "SimpleCalendarAddOneEvent", 3)
     assert run.score == 1.0

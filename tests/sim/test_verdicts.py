@@ -330,3 +330,51 @@ def test_duration_is_an_exact_number_match(backend):
     for text, score in ((str(e), 1.0), (str(int(e)) if e == int(e) else str(e), 1.0), (str(e + 0.5), 0.0)):
         dev.interaction_cache = text
         assert backend.score() == score, text
+
+
+# -- Database rows (Expense, Recipe, Calendar adds): free-form fields fuzzily, nothing stripped -------------
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [("ExpenseAddSingle", "name"), ("RecipeAddSingleRecipe", "title"),
+     ("SimpleCalendarAddOneEvent", "title")],
+)
+def test_row_text_is_compared_unstripped(backend, name, field):
+    """AndroidWorld's row check (validate_rows_addition_integrity) strips no text: padding a short field with
+    spaces fails it, as it does on AndroidWorld (ExpenseAddSingle "  Interest Income  ": 0), while the same
+    padding on a long text still passes the 0.9 ratio."""
+    table = {"ExpenseAddSingle": "expense", "RecipeAddSingleRecipe": "recipes"}.get(name, "events")
+    cases = (("  ", "Interest Income", 0.0), ("  ", "Interest Income from Savings", 1.0),
+             ("", "Interest Income", 1.0))
+    for padded, text, score in cases:
+        params = backend.generate_params(name, 3)
+        params["row_objects"][0][field] = text
+        dev = start(backend, name, params)
+        row = dict(params["row_objects"][0], **{field: f"{padded}{text}{padded}"})
+        key = {"expense": "expense_id", "recipes": "recipeId"}.get(table, "id")
+        row[key] = max((r.get(key, 0) for r in dev.table(table)), default=0) + 1
+        dev.table(table).append(row)
+        assert backend.score() == score, (text, padded)
+
+
+# -- start states drawn as AndroidWorld draws them (recorded from android_world d9c569f, instance seed 3) ----
+def test_sms_reply_texts_are_androidworlds(backend):
+    def texts() -> list[tuple[str, str]]:
+        return [(m["address"], m["body"]) for m in sorted(backend.phone.dev.sms, key=lambda m: m["time_ms"])]
+
+    helpers.reset(backend, "SimpleSmsReply", 3)
+    assert texts() == [("+13982597919", "Winter is coming."),
+                       ("+19791907483", "Dry cleaning is ready for pick-up."),
+                       ("+17887623286", "Don't forget to water the plants while I'm away.")]
+    helpers.reset(backend, "SimpleSmsReplyMostRecent", 3)
+    assert texts() == [("+19825979190", "Actions speak louder than words."),
+                       ("+13982597919", "To be or not to be.")]
+    helpers.reset(backend, "SimpleSmsSendReceivedAddress", 3)
+    assert sorted((c["name"], c["phone"]) for c in backend.phone.dev.contacts) == [
+        ("Charlie Pereira", "+13982597919"), ("Nora Gonzalez", "+15979190748")]
+    assert texts() == [("+13982597919", "1011 S Maple St, Little Rock, AR, 72204")]
+
+
+def test_markor_edit_note_content_is_androidworlds(backend):
+    p = helpers.reset(backend, "MarkorEditNote", 3)
+    assert p["file_name"] == "note_oHwLM.md"
+    assert backend.task.original == "The library book is due back on the 15th."

@@ -116,3 +116,14 @@ def test_plain_text_clip_shows_its_text_for_its_pseudo_duration(backend):
     params, dev = _reset(backend, "VlcCreatePlaylist")
     path = f"{VIDEOS_DIR}/{params['files'][0]}"
     assert clip_frames(dev, path) == ([dev.read_file(path)], duration_s(path))
+
+
+def test_two_playlists_may_share_a_name_as_in_androidworld(backend):
+    """AndroidWorld draws the two names independently, and instance seed 14 draws one name twice. Rows of
+    either playlist then count for both names, so 0.5 is the most a state scores; the expert makes the first
+    playlist only."""
+    from voyager_gym.backends.sim.expert import run_expert
+
+    params = backend.generate_params("VlcCreateTwoPlaylists", 14)
+    assert params["playlist_name1"] == params["playlist_name2"]
+    assert run_expert(backend, "VlcCreateTwoPlaylists", instance_seed=14).score == 0.5

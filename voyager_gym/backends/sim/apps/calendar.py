@@ -543,9 +543,11 @@ class EventScreen(Screen):
             self.repeat_rule ^= bit
 
     def save(self, ui: UI) -> None:
+        """Simple Calendar's saveEvent: title, location and description are stored trimmed (the app reads its
+        fields through commons' EditText.value, text.toString().trim())."""
         dev = ui.dev
-        title = self.field("title")
-        if not title.strip():
+        title = self.field("title").strip()
+        if not title:
             ui.toast("Title cannot be empty")
             return
         start, end = self.start_ts, self.end_ts
@@ -557,8 +559,8 @@ class EventScreen(Screen):
             return
         values = {
             "title": title,
-            "location": self.field("location"),
-            "description": self.field("description"),
+            "location": self.field("location").strip(),
+            "description": self.field("description").strip(),
             "start_ts": start,
             "end_ts": end,
             "flags": 1 if self.all_day else 0,

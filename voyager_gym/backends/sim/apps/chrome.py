@@ -2,8 +2,10 @@
 
 AndroidWorld writes a seeded HTML page to Download/task.html; the agent opens it from the Files app, which
 hands it to Chrome. SimDroid keeps the tab in `dev.data(PKG)`: the URL, the task page spec (kind + seed) the
-task wrote, and the live page state. Files opens the task file at `TASK_FILE_URL`; `TASK_URL` (a local
-address, SimDroid's own) serves the same page when typed into the URL bar. The three pages (maze, multiply,
+task wrote, and the live page state. Files opens the task file at `TASK_FILE_URL`; typed into the URL bar,
+the file's own addresses (`TASK_FILE_URLS`: file:///sdcard/Download/task.html and its
+/storage/emulated/0 twin) open it too, as Chrome opens a local file. There is no web server on the device (as
+on AndroidWorld's), so any http address shows Chrome's error page. The three pages (maze, multiply,
 draw) follow the HTML pages' logic, including their linear congruential generator, so a seed gives the same
 maze, numbers and colours as the real page.
 Loading the URL again (the URL bar) reloads the page from its seed, as a browser reload does.
@@ -21,10 +23,11 @@ from voyager_gym.backends.sim.ui import ACCENT, GREY, INK, PAD, UI, WHITE, App, 
 from voyager_gym.backends.sim.widgets import APPBAR_H, SCREEN_W, Node
 
 PKG = "com.android.chrome"
-TASK_URL = "http://localhost:8000/task.html"
 TASK_FILE = f"{SDCARD}/Download/task.html"
 # What Files hands Chrome for Download/task.html (a document URI, as Android's DocumentsUI passes files).
 TASK_FILE_URL = "content://com.android.externalstorage.documents/document/primary%3ADownload%2Ftask.html"
+# The file's addresses as typed into the URL bar.
+TASK_FILE_URLS = ("file:///sdcard/Download/task.html", f"file://{TASK_FILE}")
 BAR_BG = (241, 243, 244)
 PAGE_TITLES = {"maze": "Maze Puzzle", "multiply": "Memory Task", "draw": "Color Challenge"}
 MAZE_SIZE = 4
@@ -117,14 +120,14 @@ def fresh_page(kind: str, seed: int) -> dict[str, Any]:
 def state(dev: DeviceState) -> dict[str, Any]:
     d = dev.data(PKG)
     d.setdefault("url", None)  # None: the New tab page
-    d.setdefault("task", None)  # {"kind", "seed"}: what http://localhost:8000/task.html serves
+    d.setdefault("task", None)  # {"kind", "seed"}: the page Download/task.html holds
     d.setdefault("page", None)
     d.setdefault("history", [])
     return d
 
 
 def is_task_url(url: str | None) -> bool:
-    return url is not None and url.rstrip("/") in (TASK_URL, TASK_FILE_URL)
+    return url is not None and url.rstrip("/") in (TASK_FILE_URL, *TASK_FILE_URLS)
 
 
 def serve_task_page(dev: DeviceState, kind: str, seed: int) -> None:
@@ -146,10 +149,8 @@ def open_file(ui: UI, path: str) -> None:
 def open_task_page(dev: DeviceState, kind: str, seed: int) -> None:
     """Serve the page and point Chrome's tab straight at it (a shortcut for tests; tasks start from
     `serve_task_page`)."""
-    st = state(dev)
-    st.update(
-        task={"kind": kind, "seed": int(seed)}, url=TASK_URL, page=fresh_page(kind, int(seed)), history=[]
-    )
+    serve_task_page(dev, kind, seed)
+    state(dev).update(url=TASK_FILE_URL, page=fresh_page(kind, int(seed)))
 
 
 def normalize_url(text: str) -> str:
@@ -163,7 +164,7 @@ def load(dev: DeviceState, url: str | None) -> None:
     st = state(dev)
     st["url"] = url
     task = st["task"]
-    if is_task_url(url) and task is not None:
+    if is_task_url(url) and task is not None and dev.exists(TASK_FILE):
         st["page"] = fresh_page(task["kind"], task["seed"])
     elif url is None:
         st["page"] = None

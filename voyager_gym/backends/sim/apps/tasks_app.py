@@ -48,8 +48,10 @@ def make_task(
     completed_ms: int = 0,
     notes: str | None = None,
 ) -> dict[str, Any]:
-    """A row like AndroidWorld's Task (created a week before the due date, as its generator does)."""
-    created = due_ms - 7 * 3600 * 1000 if due_ms else dev.time_ms
+    """A row like AndroidWorld's Task, created when its setup creates one: 7 * 3600 subtracted from the due
+    time in milliseconds (25.2 s before it; a task without a due date is created at -25,200 ms, so it sorts as
+    the oldest)."""
+    created = due_ms - 7 * 3600
     return {
         "_id": dev.new_id(),
         "title": title,

@@ -69,6 +69,12 @@ class SimTask:
         """A generator seeded from the instance seed, for noise data in `initialize`."""
         return random.Random(f"{self.params.get('seed', 0)}:{self.name}:{salt}")
 
+    def setup_rng(self) -> random.Random:
+        """The generator of AndroidWorld's own draws during setup: its initialize_task seeds Python's `random`
+        with the instance seed, so a setup that draws from this in AndroidWorld's order puts the same noise
+        files and texts on the device."""
+        return random.Random(self.params.get("seed", 0))
+
     def solved_at_start(self) -> bool:
         """Whether this instance starts in its goal state: Verify tasks, and instances AndroidWorld draws with
         nothing to do (RecipeDeleteMultipleRecipesWithConstraint with an ingredient no recipe uses)."""
@@ -98,16 +104,6 @@ def draw_noise(
 
 
 # -- helpers for verifiers -----------------------------------------------------------------------------
-def fuzzy_match(a: str | None, b: str | None, threshold: float = 0.9) -> bool:
-    """AndroidWorld's text check: SequenceMatcher ratio >= threshold, case-insensitive, CR removed,
-    stripped."""
-    if a is None or b is None:
-        return False
-    a = a.replace("\r", "").strip().lower()
-    b = b.replace("\r", "").strip().lower()
-    return difflib.SequenceMatcher(None, a, b).ratio() >= threshold
-
-
 def digits(s: str) -> str:
     return re.sub(r"\D", "", s or "")
 
@@ -131,13 +127,14 @@ def addition_ok(
     compare: tuple[str, ...],
     free_form: tuple[str, ...],
 ) -> bool:
-    """Every reference row matches some row (free-form fields fuzzily), the count grew by exactly len(refs),
-    and every earlier row is still there unchanged."""
+    """Every reference row matches some row (free-form fields fuzzily, by `aw_fuzzy_match`: nothing stripped,
+    as AndroidWorld's row check), the count grew by exactly len(refs), and every earlier row is still there
+    unchanged."""
 
     def matches(ref: dict, row: dict) -> bool:
         for f in compare:
             if f in free_form:
-                if not fuzzy_match(ref.get(f), row.get(f)):
+                if not aw_fuzzy_match(ref.get(f), row.get(f)):
                     return False
             elif ref.get(f) != row.get(f):
                 return False
@@ -157,8 +154,9 @@ def dedupe_ok(before: list[dict], after: list[dict], key: str) -> bool:
 
 
 def aw_fuzzy_match(a: str | None, b: str | None) -> bool:
-    """AndroidWorld's fuzzy_match as it stands (clipboard, SMS bodies, IR strings): SequenceMatcher ratio
-    >= 0.9 after lower-casing both, nothing stripped."""
+    """AndroidWorld's fuzzy_match, which every text rule of its tasks uses (clipboard, SMS bodies, IR
+    strings, the free-form fields of database rows, playlist names, Markor's files): SequenceMatcher ratio
+    >= 0.9 after lower-casing both, nothing stripped (a rule that strips does so before calling it)."""
     if a is None or b is None:
         return False
     return difflib.SequenceMatcher(None, str(a).lower(), str(b).lower()).ratio() >= 0.9

@@ -31,10 +31,10 @@ from voyager_gym.backends.sim.tasks import ir_vocab, vocab
 from voyager_gym.backends.sim.tasks.base import (
     View,
     answer_once,
+    aw_fuzzy_match,
     back,
     click,
     done,
-    fuzzy_match,
     open_app,
     register_task,
     scroll,
@@ -296,9 +296,9 @@ class _AddEvent(_Events):
             return (
                 r["start_ts"] == p["start_ts"]
                 and r["end_ts"] == p["end_ts"]
-                and fuzzy_match(r["title"], p["title"])
-                and fuzzy_match(r.get("location", ""), p["location"])
-                and fuzzy_match(r.get("description", ""), p["description"])
+                and aw_fuzzy_match(r["title"], p["title"])
+                and aw_fuzzy_match(r.get("location", ""), p["location"])
+                and aw_fuzzy_match(r.get("description", ""), p["description"])
                 and r.get("repeat_interval", 0) == p["repeat_interval"]
                 and r.get("repeat_rule", 0) == p["repeat_rule"]
             )

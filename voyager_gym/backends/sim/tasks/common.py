@@ -41,7 +41,6 @@ from voyager_gym.backends.sim.tasks.base import (
     digits,
     done,
     draw_noise,
-    fuzzy_match,
     long_press,
     open_app,
     removal_ok,
@@ -587,7 +586,7 @@ def video_file_name(rng: random.Random) -> str:
 
 def playlist_matches(rows: list[tuple[str, str, int]], name: str, files: list[str]) -> bool:
     """AndroidWorld's verify_playlist over (playlist name, media name, position) rows (VLC, Retro)."""
-    rows = [r for r in rows if fuzzy_match(r[0], name)]
+    rows = [r for r in rows if aw_fuzzy_match(r[0], name)]
     if len(rows) != len(files):
         return False
     return all(any(r[1] == f and r[2] == i for r in rows) for i, f in enumerate(files))

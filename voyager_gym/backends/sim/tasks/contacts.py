@@ -13,11 +13,11 @@ from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     digits,
     done,
-    fuzzy_match,
     open_app,
     register_task,
     type_into,
@@ -126,8 +126,8 @@ class ContactsNewContactDraft(SimTask):
             return 0.0
         p = self.params
         ok = (
-            fuzzy_match(top.field("first"), p["first"])
-            and fuzzy_match(top.field("last"), p["last"])
+            aw_fuzzy_match(top.field("first"), p["first"])
+            and aw_fuzzy_match(top.field("last"), p["last"])
             and digits(top.field("phone")) == digits(p["phone"])
             and top.label == p["phone_label"]
         )

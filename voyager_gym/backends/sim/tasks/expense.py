@@ -528,8 +528,8 @@ class ExpenseAddMultipleFromMarkor(_ExpenseAdd):
         super().initialize(dev)
         marked = [{**r, "note": r["note"] + REIMBURSABLE} for r in self.params["row_objects"]]
         rows = marked + self.params["noise_row_objects"]
-        # AndroidWorld shuffles with the unseeded global random at setup; here a generator of the instance.
-        self.rng("shuffle").shuffle(rows)
+        # AndroidWorld shuffles with `random` seeded by the instance seed (its setup seeds it): same order.
+        self.setup_rng().shuffle(rows)
         write_note(dev, "my_expenses.txt", rows_as_text(rows, "csv"))
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:

@@ -103,7 +103,7 @@ class FilesDeleteFile(SimTask):
     def initialize(self, dev: DeviceState) -> None:
         clear_storage(dev)
         p = self.params
-        rng = self.rng("files")
+        rng = self.setup_rng()
         create_file(dev, f"{SDCARD}/{p['subfolder']}/{p['file_name']}", "", rng)
         _add_noise(dev, rng, p["file_name"], p["subfolder"], p["noise_candidates"])
 
@@ -139,7 +139,7 @@ class FilesMoveFile(SimTask):
     def initialize(self, dev: DeviceState) -> None:
         clear_storage(dev)
         p = self.params
-        rng = self.rng("files")
+        rng = self.setup_rng()
         src = f"{SDCARD}/{p['source_folder']}"
         _add_noise(dev, rng, p["file_name"], p["source_folder"], p["noise_candidates"])
         create_file(dev, f"{src}/{p['file_name']}", "", rng)

@@ -25,10 +25,10 @@ from voyager_gym.backends.sim.tasks import vocab
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     done,
-    fuzzy_match,
     long_press,
     open_app,
     register_task,
@@ -102,8 +102,9 @@ class _Markor(SimTask):
     def initialize(self, dev: DeviceState) -> None:
         clear_markor(dev)
 
-    def add_noise(self, dev: DeviceState, base: str, folder: str = MARKOR_DIR, n: int = 20) -> None:
-        rng = self.rng("noise")
+    def add_noise(self, dev: DeviceState, base: str, folder: str = MARKOR_DIR, n: int = 20,
+                  rng: random.Random | None = None) -> None:
+        rng = rng or self.setup_rng()
         for name in noise_names(rng, base, NOTE_TITLES, n):
             if not dev.exists(f"{folder}/{name}"):
                 create_file(dev, f"{folder}/{name}", "", rng)
@@ -209,8 +210,9 @@ class MarkorDeleteNote(_Markor):
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
         clear_storage(dev)
-        create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}", "", self.rng("target"))
-        self.add_noise(dev, self.params["file_name"])
+        rng = self.setup_rng()
+        create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}", "", rng)
+        self.add_noise(dev, self.params["file_name"], rng=rng)
 
     def is_successful(self, dev: DeviceState) -> float:
         return 0.0 if exists_under(dev, MARKOR_DIR, self.params["file_name"]) else 1.0
@@ -251,22 +253,16 @@ class MarkorDeleteNewestNote(_Markor):
     template = "Delete the newest note in Markor."
 
     def initialize(self, dev: DeviceState) -> None:
+        """2-6 notes, the device clock moved by -500..500 minutes after each (a repeated name overwrites the
+        note, as there), drawn as AndroidWorld draws them."""
         super().initialize(dev)
-        rng = self.rng("notes")
+        rng = self.setup_rng()
         t = START_MS
-        used: set[int] = set()
         for _ in range(rng.randint(2, 6)):
-            name = random_note_name(rng)
-            if dev.exists(f"{MARKOR_DIR}/{name}"):
-                continue
-            create_file(dev, f"{MARKOR_DIR}/{name}", rng.choice(SENTENCES))
+            name, text = random_note(rng)
+            create_file(dev, f"{MARKOR_DIR}/{name}", text)
             dev.files[f"{MARKOR_DIR}/{name}"].mtime_ms = t
-            used.add(t)
-            while t in used:  # AndroidWorld moves the clock by -500..500 minutes between notes
-                t += rng.randint(-500, 500) * 60_000
-        if len(dev.listdir(MARKOR_DIR)[1]) < 2:
-            create_file(dev, f"{MARKOR_DIR}/extra_note.md", rng.choice(SENTENCES))
-            dev.files[f"{MARKOR_DIR}/extra_note.md"].mtime_ms = t
+            t += rng.randint(-500, 500) * 60_000
         dev.time_ms = t  # the clock stays where the last move left it, as on the emulator
         self.initial = top_level_files(dev)
 
@@ -293,8 +289,8 @@ class MarkorDeleteAllNotes(_Markor):
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
-        rng = self.rng("n")
-        self.add_noise(dev, random_string(rng, 5), n=rng.randint(2, 6))
+        rng = self.setup_rng()
+        self.add_noise(dev, random_string(rng, 5), n=rng.randint(2, 6), rng=rng)
 
     def is_successful(self, dev: DeviceState) -> float:
         return 0.0 if top_level_files(dev) else 1.0
@@ -329,10 +325,12 @@ class MarkorEditNote(_Markor):
         return params
 
     def initialize(self, dev: DeviceState) -> None:
+        """Noise notes, then the note with a random sentence, drawn as AndroidWorld draws them (its setup
+        seeds `random` with the instance seed): the rule compares with that sentence."""
         super().initialize(dev)
-        self.add_noise(dev, self.params["file_name"])
-        self.original = create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}",
-                                    self.rng("content").choice(SENTENCES))
+        rng = self.setup_rng()
+        self.add_noise(dev, self.params["file_name"], rng=rng)
+        self.original = create_file(dev, f"{MARKOR_DIR}/{self.params['file_name']}", rng.choice(SENTENCES))
 
     def expected(self) -> str:
         p = self.params
@@ -343,8 +341,8 @@ class MarkorEditNote(_Markor):
         return p["replace_text"]
 
     def is_successful(self, dev: DeviceState) -> float:
-        content = dev.read_file(f"{MARKOR_DIR}/{self.params['file_name']}")
-        return 1.0 if fuzzy_match(content, self.expected()) else 0.0
+        content = dev.read_file(f"{MARKOR_DIR}/{self.params['file_name']}") or ""
+        return 1.0 if aw_fuzzy_match(content.replace("\r", "").strip(), self.expected()) else 0.0
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params
@@ -403,14 +401,6 @@ class _EditAndRename(_Markor):
             exists_under(dev, MARKOR_DIR, self.params["new_name"])
 
 
-def _other_name(rng: random.Random, a: str) -> str:
-    """A second note name, redrawn in the (rare) case it equals `a` (AndroidWorld does not redraw)."""
-    b = random_note_name(rng)
-    while b == a:
-        b = random_note_name(rng)
-    return b
-
-
 @register_task
 class MarkorAddNoteHeader(_EditAndRename):
     complexity = 1.2
@@ -421,14 +411,14 @@ class MarkorAddNoteHeader(_EditAndRename):
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         original = random_note_name(rng)
         content = rng.choice(SENTENCES)
-        new = _other_name(rng, original)
+        new = random_note_name(rng)  # as AndroidWorld: not redrawn if equal (no state passes; never seen)
         return {"original_name": original, "original_content": content, "new_name": new,
                 "header": random_string(rng, 20)}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
         create_file(dev, f"{MARKOR_DIR}/{self.params['original_name']}", self.params["original_content"])
-        self.add_noise(dev, self.params["original_name"])
+        self.add_noise(dev, self.params["original_name"], rng=self.setup_rng())
 
     def new_content(self) -> str:
         # input_text presses Enter after typing, which ends the text with the file's final newline
@@ -450,13 +440,14 @@ class MarkorChangeNoteContent(_EditAndRename):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         original = random_note_name(rng)
-        new = _other_name(rng, original)
+        new = random_note_name(rng)  # as AndroidWorld, not redrawn if equal
         return {"original_name": original, "new_name": new, "updated_content": random_string(rng, 20)}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
-        create_file(dev, f"{MARKOR_DIR}/{self.params['original_name']}", "", self.rng("content"))
-        self.add_noise(dev, self.params["original_name"])
+        rng = self.setup_rng()
+        create_file(dev, f"{MARKOR_DIR}/{self.params['original_name']}", "", rng)
+        self.add_noise(dev, self.params["original_name"], rng=rng)
 
     def new_content(self) -> str:
         return self.params["updated_content"]
@@ -465,7 +456,8 @@ class MarkorChangeNoteContent(_EditAndRename):
         if not self.renamed_ok(dev):
             return 0.0
         content = dev.read_file(f"{MARKOR_DIR}/{self.params['new_name']}")
-        ok = content is not None and fuzzy_match(content.strip(), self.params["updated_content"])
+        text = None if content is None else content.replace("\r", "").strip()
+        ok = text is not None and aw_fuzzy_match(text, self.params["updated_content"])
         return 1.0 if ok else 0.0
 
 
@@ -489,8 +481,9 @@ class MarkorMoveNote(_Markor):
         super().initialize(dev)
         clear_storage(dev)
         src = f"{MARKOR_DIR}/{self.params['source_folder']}"
-        self.add_noise(dev, self.params["file_name"], folder=src)
-        create_file(dev, f"{src}/{self.params['file_name']}", "", self.rng("target"))
+        rng = self.setup_rng()
+        self.add_noise(dev, self.params["file_name"], folder=src, rng=rng)
+        create_file(dev, f"{src}/{self.params['file_name']}", "", rng)
         dev.mkdir(f"{MARKOR_DIR}/{self.params['destination_folder']}")
 
     def is_successful(self, dev: DeviceState) -> float:

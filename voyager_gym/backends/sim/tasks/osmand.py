@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import xml.etree.ElementTree as ET
 from typing import Any
 
 from voyager_gym.actions import Action
@@ -113,7 +114,8 @@ class OsmAndFavorite(_OsmAnd):
             if root is not None:
                 for wpt in root.findall(app.gpx_tag("wpt")):
                     root.remove(wpt)
-                dev.write_file(path, app.gpx_text(root))
+                # written back as ElementTree serialises it, without the XML declaration, as there
+                dev.write_file(path, ET.tostring(root, encoding="unicode"))
         for f in dev.listdir(app.BACKUP_DIR)[1]:
             dev.remove(f"{app.BACKUP_DIR}/{f}")
 

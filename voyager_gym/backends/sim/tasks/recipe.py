@@ -881,9 +881,9 @@ class RecipeAddMultipleRecipesFromMarkor2(RecipeAddMultipleRecipesFromMarkor):
         }
 
     def note_rows(self) -> list[dict[str, Any]]:
-        # AndroidWorld shuffles with the unseeded global random at setup; here a generator of the instance.
+        # AndroidWorld shuffles with `random` seeded by the instance seed (its setup seeds it): same order.
         rows = self.params["row_objects"] + self.params["noise_row_objects"]
-        self.rng("shuffle").shuffle(rows)
+        self.setup_rng().shuffle(rows)
         return rows
 
     def wanted(self, row: dict[str, str]) -> bool:

@@ -25,6 +25,7 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     type_into,
 )
+from voyager_gym.backends.sim.tasks.common import clear_storage
 
 NAMES = (
     "interview",
@@ -135,6 +136,7 @@ class AudioRecorderRecordAudioWithFileName(_Recorder):
         return {"file_name": modified_file_name(rng, rng.choice(NAMES) + ".m4a"), "text": ""}
 
     def initialize(self, dev: DeviceState) -> None:
+        clear_storage(dev)  # AndroidWorld's CreateFile setup clears the device's storage first
         super().initialize(dev)
         dev.remove(f"{app.RECORDS_DIR}/{self.params['file_name']}{app.EXT}")
 

@@ -305,7 +305,7 @@ class RetroCreatePlaylist(SimTask):
         for path in [p for p in dev.files if p.startswith(SDCARD + "/")]:
             dev.remove(path)
         clear_playlists(dev)
-        rng = self.rng("songs")
+        rng = self.setup_rng()  # artists and lengths drawn as AndroidWorld's setup draws them
         for f in self.params["files"] + self.params["noise_files"]:
             write_song(dev, rng, f)
 
@@ -378,6 +378,8 @@ class RetroPlaylistDuration(RetroCreatePlaylist):
         """Playlists cleared (storage left as it is, as AndroidWorld does here); the wanted songs split
         47.5 minutes between them, the noise songs 3-5 minutes each."""
         clear_playlists(dev)
+        # AndroidWorld's setup here does not seed `random` (it skips the base class's initialize_task), so its
+        # lengths and artists follow whatever drew before; SimDroid draws its own from the instance seed.
         rng = self.rng("songs")
         files = self.params["files"]
         for f, ms in zip(files, list_with_sum(rng, int(47.5 * 60 * 1000), len(files)), strict=True):

@@ -27,6 +27,7 @@ from voyager_gym.backends.sim.tasks.base import (
     register_task,
     scroll_to_find,
     sms_number,
+    type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
     clear_sms,
@@ -100,15 +101,18 @@ class SimpleSmsReply(_SmsTask):
     template = "Reply to {number} with message: {message} in Simple SMS Messenger"
 
     def initialize(self, dev: DeviceState) -> None:
+        """1-5 texts from other numbers, the one from {number} among them at a random place (at the end if
+        none was placed), drawn as AndroidWorld draws them."""
         super().initialize(dev)
-        rng = self.rng("texts")
+        rng = self.setup_rng()
         texts: list[tuple[str, str]] = []
         relevant = False
         for _ in range(rng.randint(1, 5)):
-            if not relevant and rng.random() < 0.5:
+            if not relevant and rng.choice([True, False]):
                 texts.append((self.params["number"], rng.choice(MESSAGES)))
                 relevant = True
-            texts.append((random_number(rng), rng.choice(MESSAGES)))
+            number = random_number(rng)
+            texts.append((number, rng.choice(MESSAGES)))
         if not relevant:
             texts.append((self.params["number"], rng.choice(MESSAGES)))
         self.recent_texts(dev, texts)
@@ -135,11 +139,22 @@ class SimpleSmsReplyMostRecent(_SmsTask):
     template = "Reply to the most recent text message using Simple SMS Messenger with message: {message}"
 
     def initialize(self, dev: DeviceState) -> None:
+        """0-5 texts from other numbers, then one from {number}, none of them the message to send, drawn as
+        AndroidWorld draws them (a body equal to the message is drawn again)."""
         super().initialize(dev)
-        rng = self.rng("texts")
-        others = [m for m in MESSAGES if m != self.params["message"]]
-        texts = [(random_number(rng), rng.choice(others)) for _ in range(rng.randint(0, 5))]
-        texts.append((self.params["number"], rng.choice(others)))
+        rng = self.setup_rng()
+
+        def other_message() -> str:
+            m = rng.choice(MESSAGES)
+            while m == self.params["message"]:
+                m = rng.choice(MESSAGES)
+            return m
+
+        texts = []
+        for _ in range(rng.randint(0, 5)):
+            number = random_number(rng)
+            texts.append((number, other_message()))
+        texts.append((self.params["number"], other_message()))
         self.recent_texts(dev, texts)
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
@@ -243,16 +258,15 @@ class SimpleSmsSendReceivedAddress(_SmsTask):
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
         name1 = random_name(rng)
-        name2 = random_name(rng, [name1])
+        name2 = random_name(rng)  # AndroidWorld's exclusion never takes effect: the two may be alike
         number = random_number(rng)
         return {"name1": name1, "number": number, "name2": name2, "message": rng.choice(ADDRESSES)}
 
     def initialize(self, dev: DeviceState) -> None:
         super().initialize(dev)
-        rng = self.rng("noise")
         p = self.params
         contacts_app.add_contact(dev, p["name1"], p["number"])
-        name2_number = random_number(rng)
+        name2_number = random_number(self.setup_rng())  # AndroidWorld's draw
         contacts_app.add_contact(dev, p["name2"], name2_number)
         app.receive_sms(dev, name2_number, p["message"], dev.time_ms - 3000)
 
@@ -269,4 +283,13 @@ class SimpleSmsSendReceivedAddress(_SmsTask):
                 return act
             found = scroll_to_find(view, mem, "row", text=p["name2"])
             return click(found) if isinstance(found, int) else found
+        if p["name1"] == p["name2"]:  # two contacts of one name (AndroidWorld's draw): write to the number
+            if mem.get("sent"):
+                return done()
+            if view.app == PKG and in_thread(view) and mem.get("typed"):
+                return fill_and_send(view, mem, mem["addr"])
+            if view.app == PKG and view.title == "New conversation":
+                mem["typed"] = True
+                return type_into(view.find(rid=f"{PKG}:id/recipient"), p["number"])
+            return compose_expert(view, mem, p["number"], mem["addr"])
         return compose_expert(view, mem, p["name1"], mem["addr"], by_name=True)

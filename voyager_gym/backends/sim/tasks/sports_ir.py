@@ -79,7 +79,8 @@ def make_track(
     start_ms = int(start.timestamp() * 1000)
     total = int(minutes * 60_000)
     dist = float(rounded_distance(meters))
-    speed = dist / max(total / 1000, 1)
+    # AndroidWorld's setup stores distance / (milliseconds x 1000) as the average speed; no screen shows it
+    speed = dist / (total * 1000) if total else 0.0
     return {
         "_id": dev.new_id(),
         "name": name,

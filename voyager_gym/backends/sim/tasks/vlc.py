@@ -2,6 +2,9 @@
 
 AndroidWorld's rule (sqlite_validators.verify_playlist): the rows whose playlist name fuzzy-matches the wanted
 name must be exactly as many as the wanted files, and file k must sit at position k of such a playlist.
+Params are drawn as AndroidWorld draws them, repeats included: about 1% of VlcCreateTwoPlaylists instances
+name both playlists alike (16 themes x 7 qualifiers), and then no device state scores more than 0.5 (the rows
+of either playlist count for both names); the expert then makes the first playlist only.
 """
 
 from __future__ import annotations
@@ -16,16 +19,17 @@ from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.tasks.base import (
     SimTask,
     View,
+    aw_fuzzy_match,
     back,
     click,
     done,
-    fuzzy_match,
     long_press,
     open_app,
     register_task,
     type_into,
 )
 from voyager_gym.backends.sim.tasks.common import (
+    clear_storage,
     find_video,
     playlist_matches,
     video_file_name,
@@ -51,22 +55,15 @@ THEMES = (
     "Ultimate Fails",
 )
 QUALIFIERS = ("Essentials", "Favorites", "Marathon", "Playlist", "Series", "Specials", "Ultimate Collection")
-def _distinct_file(rng: random.Random, taken: set[str]) -> str:
-    """`file_name`, redrawn in the rare case it repeats one already in the task (AndroidWorld would write the
-    same file twice; SimDroid keeps every listed file distinct)."""
-    f = video_file_name(rng)
-    while f in taken:
-        f = video_file_name(rng)
-    taken.add(f)
-    return f
 
 
-def playlist_params(rng: random.Random, taken: set[str]) -> dict[str, Any]:
-    """A playlist name, then 2-5 files and as many noise files, in AndroidWorld's order of draws."""
+def playlist_params(rng: random.Random) -> dict[str, Any]:
+    """A playlist name, then 2-5 files and as many noise files, in AndroidWorld's order of draws (a file
+    name may repeat, as there: the file is written once and listed twice)."""
     name = f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}"
     n = rng.randint(2, 5)
-    files = [_distinct_file(rng, taken) for _ in range(n)]
-    noise = [_distinct_file(rng, taken) for _ in range(n)]
+    files = [video_file_name(rng) for _ in range(n)]
+    noise = [video_file_name(rng) for _ in range(n)]
     return {"playlist_name": name, "files": files, "noise_files": noise}
 
 
@@ -129,7 +126,7 @@ class VlcCreatePlaylist(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        return playlist_params(rng, set())
+        return playlist_params(rng)
 
     @property
     def goal(self) -> str:
@@ -138,6 +135,7 @@ class VlcCreatePlaylist(SimTask):
         )
 
     def initialize(self, dev: DeviceState) -> None:
+        clear_storage(dev)  # AndroidWorld's VLC setup clears the internal storage's files first
         dev.table(PLAYLISTS).clear()
         write_videos(self, dev, self.params["files"] + self.params["noise_files"])
 
@@ -160,10 +158,7 @@ class VlcCreateTwoPlaylists(SimTask):
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
-        taken: set[str] = set()
-        a, b = playlist_params(rng, taken), playlist_params(rng, taken)
-        while fuzzy_match(a["playlist_name"], b["playlist_name"]):  # two distinguishable playlists
-            b["playlist_name"] = f"{rng.choice(THEMES)} {rng.choice(QUALIFIERS)}"
+        a, b = playlist_params(rng), playlist_params(rng)
         return {
             "playlist_name1": a["playlist_name"],
             "files1": a["files"],
@@ -185,6 +180,7 @@ class VlcCreateTwoPlaylists(SimTask):
 
     def initialize(self, dev: DeviceState) -> None:
         p = self.params
+        clear_storage(dev)
         dev.table(PLAYLISTS).clear()
         write_videos(self, dev, p["files1"] + p["noise_files1"] + p["files2"] + p["noise_files2"])
 
@@ -196,6 +192,7 @@ class VlcCreateTwoPlaylists(SimTask):
 
     def expert(self, view: View, mem: dict[str, Any]) -> Action:
         p = self.params
-        return playlist_expert(
-            view, mem, [(p["playlist_name1"], p["files1"]), (p["playlist_name2"], p["files2"])]
-        )
+        jobs = [(p["playlist_name1"], p["files1"]), (p["playlist_name2"], p["files2"])]
+        if aw_fuzzy_match(p["playlist_name1"], p["playlist_name2"]):  # one name for both: only one can count
+            jobs = jobs[:1]
+        return playlist_expert(view, mem, jobs)

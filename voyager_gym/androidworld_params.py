@@ -70,8 +70,13 @@ class AndroidWorldGenerators:
         return sorted(self.classes)
 
     def generate_params(self, name: str, seed: int) -> dict[str, Any]:
-        """AndroidWorld's params for instance seed `seed` of task `name`, JSON-safe. Python's global `random`
-        is seeded for the draw, as AndroidWorld's suite does, and restored afterwards."""
+        """AndroidWorld's params for instance seed `seed` of task `name`, JSON-safe."""
+        return json_safe(self.draw(name, seed))
+
+    def draw(self, name: str, seed: int) -> dict[str, Any]:
+        """AndroidWorld's params for instance seed `seed` of task `name` as its generator returns them (rows
+        as its dataclasses). Python's global `random` is seeded for the draw, as AndroidWorld's suite does,
+        and restored afterwards."""
         cls = self.classes.get(name)
         if cls is None:
             raise KeyError(f"task {name!r} is not in android_world's registry ({len(self.classes)} tasks)")
@@ -83,4 +88,4 @@ class AndroidWorldGenerators:
         finally:
             random.setstate(state)
         params["seed"] = seed
-        return json_safe(params)
+        return params

@@ -93,9 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     names = sorted(args.tasks or TASKS)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         measures = list(pool.map(_measure, [(n, args.seeds, args.param_seeds) for n in names]))
-    dirty = (
-        " (with uncommitted changes)" if git("status", "--porcelain", "--", "voyager_gym", "tests") else ""
-    )
+    measured = ("voyager_gym", "tests/fidelity", "tools/androidworld_fidelity.py")  # the code the table is of
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--", *measured) else ""
     meta = {
         "date": today(),
         "commit": git("rev-parse", "--short", "HEAD") + dirty,

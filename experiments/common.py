@@ -76,13 +76,6 @@ def frame_replay(cfg: Any, pixels: bool) -> dict[str, Any] | None:
     return {"observation_mode": "full", "noise": e.noise, "render_scale": e.scale(True)}
 
 
-def make_algorithm_envs(cfg: Any, algo: Any) -> Any:
-    """The run's vector env for `algo`; where its screenshots can be rendered by replay (`frame_replay`),
-    the envs render none and `algo.replay_env` is set instead."""
-    algo.replay_env = frame_replay(cfg, algo.needs_pixels)
-    return make_envs(cfg, pixels=algo.needs_pixels and algo.replay_env is None)
-
-
 def make_envs(cfg: Any, pixels: bool = False) -> Any:
     """The vector env of a run. Screenshots are rendered as `env.screenshots` says: with `auto`, when `pixels`
     (the algorithm compares screens, as GRSD does) or the policy reads them. `env.backend` / `env.workers`
@@ -263,39 +256,6 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
         raise SystemExit(str(e)) from None
 
 
-def hand_demos(algo: Any, cfg: Any, tasks: list[str], envs: Any) -> None:
-    """With `<algo>.demos` (RFT, GRSD), give the algorithm the base policy's demonstrations (collected again:
-    the same expert episodes, deterministic for base.seed) to fine-tune on beside its successes."""
-    if not hasattr(algo, "demo_samples") or not getattr(algo.cfg, "demos", False):
-        return
-    name = getattr(algo, "name", "algo")
-    if cfg.env.backend == "androidworld":  # the loaded model is the base: it was cloned from nothing here
-        print(f"{name}.demos: env.backend=androidworld has no expert demonstrations; {name} fine-tunes on "
-              "its successes only")
-        algo.demo_samples = []
-        return
-    algo.demo_samples = demonstrations(cfg, tasks, envs)
-    print(f"{name}.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside its successes")
-
-
-def hand_rft_pool(algo: Any, cfg: Any, tasks: list[str]) -> None:
-    """With `grsd.rft_pool`, start the algorithm's success pool from the cached RFT start checkpoint's pool
-    (call after `load_or_train_rft`; a resumed run then loads its own pool over it)."""
-    if not getattr(algo.cfg, "rft_pool", False):
-        return
-    from algos.buffer import TrajectoryBuffer
-    from algos.run import checkpoint_dir
-
-    run_dir = rft_path(cfg, tasks)
-    path = (checkpoint_dir(run_dir) or run_dir) / "successes.parquet"
-    if not path.exists():
-        raise SystemExit(f"{algo.name}.rft_pool=true: the RFT checkpoint has no success pool at {path}")
-    # RFT's group ids come from its own rollout seeds, which this run's may repeat: mark them as RFT's
-    algo.pool = TrajectoryBuffer.load(path).prefixed("rft-")
-    print(f"{algo.name}.rft_pool: {len(algo.pool)} groups ({len(algo.pool.steps())} steps) of RFT's "
-          "successes to start from")
-
-
 def rft_key(cfg: Any, tasks: list[str]) -> str:
     spec = {"base": base_key(cfg, tasks), "rft": vars(cfg.rft), "eval_n": cfg.eval_n_per_task}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -304,28 +264,3 @@ def rft_key(cfg: Any, tasks: list[str]) -> str:
 def rft_path(cfg: Any, tasks: list[str]) -> Path:
     """Where the RFT start checkpoint of this recipe is cached (a `done` file in it once trained)."""
     return Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
-
-
-def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, dict[str, Any]]:
-    """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
-    once per recipe as a resumable run under cfg.cache_dir. Returns the policy and its last metrics row."""
-    from algos.loop import train_loop
-    from algos.run import Run, checkpoint_dir, read_metrics, verify_manifest
-
-    path = rft_path(cfg, tasks)
-    if not (path / "done").exists():
-        run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
-        try:
-            base = load_or_train_base(cfg, tasks, envs)
-            print(f"training the RFT start checkpoint in {path} (cached for later runs)")
-            rft = make_algorithm(cfg, "rft")
-            hand_demos(rft, cfg, tasks, envs)
-            train_loop(rft, base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
-                       suite_backend=suite_backend(cfg))
-            (path / "done").write_text("1")
-        finally:
-            run.close()
-    # read-only from here: the parallel pairs of a comparison read the cached checkpoint at once, unlocked
-    ckpt = checkpoint_dir(path)
-    verify_manifest(ckpt)
-    return load_policy(ckpt / "policy", kind=cfg.policy.name), read_metrics(path / "metrics.jsonl")[-1]

@@ -120,18 +120,8 @@ def exit_with_parent(poll_s: float = 1.0) -> None:
 def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
-    from algos.loop import train_loop
-    from algos.run import Run, pin_cpu_numerics
-    from experiments.common import (
-        hand_demos,
-        hand_rft_pool,
-        load_or_train_rft,
-        make_algorithm,
-        make_algorithm_envs,
-        resolve_tasks,
-        suite_backend,
-        task_split,
-    )
+    from algos.run import pin_cpu_numerics
+    from experiments.recipe import train_run
 
     pin_cpu_numerics(cfg.torch_threads)
     pair = Path(out) / "runs" / f"{algo}-s{seed}"
@@ -142,30 +132,9 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         print(f"  {algo} seed {seed}: config or budget changed; the old run is kept in "
               f"{set_aside(pair, Path(out))}")
     (pair / "done").unlink(missing_ok=True)
-    tasks, heldout = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
-    if algo == SB3:  # trains from scratch through the fixed-size wrapper, on the simple tasks by default
-        from algos import sb3_ppo
-
-        sb3_ppo.train(cfg.sb3_budget, seed=seed, tasks=None if cfg.tasks == ["all"] else tasks,
-                      eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb,
-                      suite_backend=suite_backend(cfg))
-    else:
-        run = Run(pair, pair_config(cfg, algo, seed), wandb_mode=cfg.wandb,
-                  group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
-        try:
-            a = make_algorithm(cfg, algo)
-            envs = make_algorithm_envs(cfg, a)
-            try:
-                policy, _ = load_or_train_rft(cfg, tasks, envs)
-                hand_demos(a, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
-                hand_rft_pool(a, cfg, tasks)  # grsd.rft_pool: RFT's successes to start from
-                train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
-                           max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),
-                           heldout_tasks=heldout)
-            finally:
-                envs.close()
-        finally:
-            run.close()
+    # the recipe every run shares (experiments/recipe.py): from the cached RFT checkpoint (sb3-ppo: scratch)
+    train_run(cfg, algo, seed, pair, config=pair_config(cfg, algo, seed), budget=pair_budget(cfg, algo),
+              start="rft", progress=False, group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
     (pair / "done").write_text(json.dumps({"finished": time.time(), "budget": pair_budget(cfg, algo)}))
     return str(pair)
 
@@ -237,7 +206,8 @@ def start_is_cached(cfg: CompareConfig) -> bool:
 
 def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
     """Train (or load) the shared RFT checkpoint once, before the pairs start; returns its metrics rows."""
-    from experiments.common import load_or_train_rft, make_envs, resolve_tasks, task_split
+    from experiments.common import make_envs, resolve_tasks, task_split
+    from experiments.recipe import load_or_train_rft
 
     tasks, _ = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
     envs = make_envs(cfg)
@@ -254,6 +224,7 @@ def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> Path:
     cfg = parse_compare(sys.argv[1:] if argv is None else argv)
     names = list(cfg.algo)
+    from algos.loop import NonFiniteError
     from algos.run import RunFolderError, lock_folder
     from experiments.common import make_algorithm, resolve_tasks, task_split
 
@@ -269,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         raise SystemExit(f"compare: {e}") from None
     try:
         return _compare(cfg, names, out)
+    except NonFiniteError as e:  # a pair's training went non-finite: its last good checkpoint is kept
+        raise SystemExit(f"compare: {e}") from None
     finally:
         lock.close()
 

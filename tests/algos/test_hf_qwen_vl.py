@@ -125,8 +125,9 @@ def scored_group(policy: HFPolicy, x) -> object:
 @each_qwen_vl
 def test_grpo_ppo_and_grsd_updates(kind, tokenizer, pixel_samples):
     from algos.grpo import GRPO, GRPOConfig
-    from algos.grsd import GRSD, GRSDConfig
+    from algos.grsd import GRSD
     from algos.ppo import PPO, PPOConfig
+    from tests.algos.standalone import grsd_alone
     from tests.algos.test_grpo import BAD, GOOD
     from tests.algos.test_grsd import detour_groups
 
@@ -143,7 +144,7 @@ def test_grpo_ppo_and_grsd_updates(kind, tokenizer, pixel_samples):
     assert m["train/pg_steps"] >= 1 and m["losses/value"] > 0
     groups = detour_groups(["SystemWifiTurnOn"], scale=0.05)
     weights = [p.detach().clone() for p in policy.model.parameters()]
-    m = GRSD(GRSDConfig(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
+    m = GRSD(grsd_alone(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
     assert m["grsd/forks"] == 1 and math.isfinite(m["losses/sft"])  # the fork sample's screenshot trained
     assert any(not torch.equal(a, b) for a, b in zip(weights, policy.model.parameters(), strict=True))
 

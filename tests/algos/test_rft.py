@@ -64,14 +64,16 @@ def test_rft_with_demos_fine_tunes_on_the_base_demonstrations_too(tmp_path):
 
 
 def test_rft_demos_without_demonstrations_is_an_error_naming_the_setting():
+    from algos.loop import RunContext
     from algos.policies.small import SmallPolicy
     from algos.rft import RFT, RFTConfig
     from voyager_gym.env import app_names
 
-    algo = RFT(RFTConfig(demos=True))
+    algo = RFT(RFTConfig())  # demos=true: the experiments' RFT, the default
     with pytest.raises(ValueError, match="rft.demos=true: no demonstrations"):
         algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)
-    algo.demo_samples = []  # handed over, but the base was cloned from none (real emulators): nothing to add
+    algo.setup(RunContext(demo_samples=[]))  # handed over, but the base was cloned from none (real
+    # emulators): nothing to add
     assert algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)["train/sft_samples"] == 0
 
 

@@ -57,7 +57,9 @@ def policy_reads_pixels(cfg: Any) -> bool:
     p = cfg.policy
     if p.name != "hf":
         return False
-    if p.hf_model in ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl") and not p.path:
+    from algos.policies.tiny import TINY_MODELS
+
+    if p.hf_model in TINY_MODELS and not p.path:
         return p.hf_model != "tiny-lm"
     from transformers import AutoConfig
 
@@ -119,6 +121,43 @@ def suite_backend(cfg: Any) -> Any:
     return ANDROIDWORLD if source == "androidworld" else None
 
 
+# policy.* settings a cached HF base is trained and saved with (policy.device says where it runs, not what)
+HF_KEYS = ("dtype", "min_pixels", "max_pixels", "crop_status_bar", "gradient_checkpointing", "max_new_tokens",
+           "sft_batch_size", "lora_r", "lora_alpha", "lora_dropout", "lora_targets")
+
+
+def hf_settings(p: Any) -> dict[str, Any]:
+    """HFPolicy's keyword arguments from `policy.*`: device (auto: cuda when torch sees a GPU), dtype (auto:
+    None, HFPolicy's default), pixel budget (0: None, the processor's own), status-bar crop, gradient
+    checkpointing (auto: None), response length, fit_sft's batch and LoRA."""
+    import torch
+
+    device = p.device if p.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    return {"device": device, "dtype": None if p.dtype == "auto" else p.dtype,
+            "min_pixels": p.min_pixels or None, "max_pixels": p.max_pixels or None,
+            "crop_status_bar": p.crop_status_bar,
+            "gradient_checkpointing": {"auto": None, "on": True, "off": False}[p.gradient_checkpointing],
+            "max_new_tokens": p.max_new_tokens, "sft_batch_size": p.sft_batch_size, "lora_r": p.lora_r,
+            "lora_alpha": p.lora_alpha, "lora_dropout": p.lora_dropout, "lora_targets": list(p.lora_targets)}
+
+
+def hf_key(p: Any) -> dict[str, Any]:
+    """The HF_KEYS settings of policy=hf that differ from their defaults (cache keys made without them stay
+    as they were)."""
+    if p.name != "hf":
+        return {}
+    default = type(p)()
+    return {k: getattr(p, k) for k in HF_KEYS if getattr(p, k) != getattr(default, k)}
+
+
+def load_overrides(cfg: Any) -> dict[str, Any]:
+    """What `load_policy` overrides in a saved policy: policy=hf's device when policy.device is set (auto:
+    the saved policy's own)."""
+    if cfg.policy.name == "hf" and cfg.policy.device != "auto":
+        return {"device": cfg.policy.device}
+    return {}
+
+
 def new_policy(cfg: Any, envs: Any) -> Policy:
     """A fresh trainable policy as `policy.*` configures it (small, or hf from `policy.hf_model`), for the
     action vocabulary of `envs` (their `metadata["app_names"]`)."""
@@ -128,12 +167,18 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
                            memory_mode=p.memory_mode, layers=p.layers, d_model=p.d_model)
     if p.name == "hf":
         from algos.policies import tiny
-        from algos.policies.hf import HFPolicy
+        from algos.policies.hf import HFPolicy, torch_dtype
 
-        if p.hf_model in tiny.TINY_MODELS:
-            model, proc = tiny.build_named(p.hf_model, seed=cfg.seed)
-            return HFPolicy(model=model, processor=proc, seed=cfg.seed)
-        return HFPolicy.from_pretrained(p.hf_model)
+        kwargs = hf_settings(p)
+        try:
+            if p.hf_model in tiny.TINY_MODELS:
+                model, proc = tiny.build_named(p.hf_model, seed=cfg.seed)
+                if kwargs["dtype"] is not None:  # built in memory: cast here (from_pretrained loads in it)
+                    model = model.to(torch_dtype(kwargs["dtype"]))
+                return HFPolicy(model=model, processor=proc, seed=cfg.seed, **kwargs)
+            return HFPolicy.from_pretrained(p.hf_model, seed=cfg.seed, **kwargs)
+        except (ValueError, ImportError) as e:
+            raise SystemExit(f"policy.hf_model={p.hf_model!r}: {e}") from None
     raise SystemExit(f"policy={p.name!r} cannot be trained; expected small or hf")
 
 
@@ -157,7 +202,7 @@ def saved_policy_dir(path: str | Path) -> Path:
 def load_saved_policy(cfg: Any) -> Policy:
     """The policy saved at `policy.path` (a policy or run folder), of kind `policy.name`."""
     try:
-        return load_policy(saved_policy_dir(cfg.policy.path), kind=cfg.policy.name)
+        return load_policy(saved_policy_dir(cfg.policy.path), kind=cfg.policy.name, **load_overrides(cfg))
     except ValueError as e:
         raise SystemExit(f"policy.path={cfg.policy.path!r}: {e}") from None
 
@@ -198,6 +243,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         **({"layers": cfg.policy.layers} if cfg.policy.layers != ADDED_KEYS["policy.layers"] else {}),
         **({"d_model": cfg.policy.d_model} if cfg.policy.d_model != ADDED_KEYS["policy.d_model"] else {}),
         "hf_model": cfg.policy.hf_model,
+        **({"hf": hf_key(cfg.policy)} if hf_key(cfg.policy) else {}),  # (keys without them stay as they were)
         "base": vars(cfg.base),
         "tasks": tasks,
         "render_scale": cfg.env.scale(policy_reads_pixels(cfg)),  # the demonstrations' observations
@@ -220,7 +266,7 @@ def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
         print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
         return new_policy(cfg, envs)
     if (path / "done").exists():
-        return load_policy(path / "policy", kind=cfg.policy.name)
+        return load_policy(path / "policy", kind=cfg.policy.name, **load_overrides(cfg))
     policy = new_policy(cfg, envs)
     seed_everything(cfg.base.seed)
     with collector_paused():

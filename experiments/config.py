@@ -18,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import importlib.util
 import inspect
 import io
+import re
 import sys
 import tokenize
 import typing
@@ -29,13 +31,14 @@ from typing import Any, ClassVar
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from algos.fields import check_fields, setting
 from algos.gigpo import GiGPOConfig
 from algos.grpo import GRPOConfig
-from algos.fields import check_fields, setting
 from algos.grsd import GRSDConfig
 from algos.grsd_grpo import GRSDGRPOConfig
 from algos.grsd_reflect import GRSDReflectConfig
 from algos.policies.base import LR_SCHEDULES
+from algos.policies.hf import LORA_EXTRA, LORA_TARGETS, check_lora
 from algos.ppo import PPOConfig
 from algos.registry import algorithm_names, config_section
 from algos.rft import RFTConfig
@@ -150,6 +153,26 @@ class PolicyConfig:
     # faster acting and ~1.3x faster training, but a lower ceiling: see the README's "Policy headroom")
     d_model: int = 96  # policy=small: width of its states (a multiple of its 4 attention heads; 64: ~1.1x
     # faster acting and ~1.3x faster training; see the README's "Policy headroom" for what it reaches)
+    device: str = "auto"  # policy=hf: where the model runs: auto (cuda when torch sees a GPU, else cpu) |
+    # cpu | cuda | cuda:N; a saved policy (policy.path, the cached base) reloads on its own device unless
+    # this is set
+    dtype: str = "auto"  # policy=hf: the weights' dtype: auto (float32 on CPU, the checkpoint's own on GPU:
+    # bf16 for Qwen) | float32 | bfloat16 | float16 (half precision: train through LoRA, see docs/gpu.md)
+    min_pixels: int = 0  # policy=hf: a Qwen-VL processor's pixel budget per screenshot, lower end (0: the
+    # processor's own)
+    max_pixels: int = 0  # policy=hf: upper end (0: the processor's own; 1003520 makes a 1080x2400 frame
+    # 672x1472, 966 image tokens)
+    crop_status_bar: bool = False  # policy=hf: cut the screenshot's status bar (top 4%) before the processor
+    gradient_checkpointing: str = "auto"  # policy=hf: recompute activations in fit_sft: auto (on except on
+    # CPU) | on | off
+    max_new_tokens: int = 64  # policy=hf: the longest response (tokens) an action may take
+    sft_batch_size: int = 8  # policy=hf: fit_sft's batch size
+    lora_r: int = 0  # policy=hf: LoRA rank (0: every weight trains; > 0: adapters on the language model's
+    # lora_targets train, the base stays frozen; needs peft: pip install -e '.[lora]')
+    lora_alpha: float = 16.0  # policy=hf: LoRA's scale numerator (updates are scaled by alpha / r)
+    lora_dropout: float = 0.0  # policy=hf: dropout on LoRA's input in fit_sft
+    lora_targets: list[str] = dataclasses.field(default_factory=lambda: list(LORA_TARGETS))  # policy=hf: the
+    # language model's linear layers that get adapters (never a vision tower's)
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -158,6 +181,41 @@ class PolicyConfig:
         if self.d_model < 4 or self.d_model % 4:
             raise ValueError(f"policy.d_model={self.d_model!r}: expected a positive multiple of 4 (the small "
                              "policy's attention heads)")
+        self._check_hf()
+
+    def _check_hf(self) -> None:
+        """The HF policy's settings, each error naming its key."""
+        import torch
+
+        m = re.fullmatch(r"auto|cpu|cuda(?::(\d+))?", self.device)
+        if m is None:
+            raise ValueError(f"policy.device={self.device!r}: expected auto, cpu, cuda or cuda:N")
+        if self.device.startswith("cuda"):
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if int(m.group(1) or 0) >= n:
+                raise ValueError(f"policy.device={self.device!r}: torch sees {n} CUDA devices here; expected "
+                                 "auto or cpu" + (f", or cuda:0 to cuda:{n - 1}" if n else ""))
+        _choice("policy.dtype", self.dtype, ("auto", "float32", "bfloat16", "float16"))
+        _choice("policy.gradient_checkpointing", self.gradient_checkpointing, ("auto", "on", "off"))
+        for key in ("min_pixels", "max_pixels"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"policy.{key}={getattr(self, key)!r}: expected pixels >= 0 (0: the "
+                                 "processor's own)")
+        if 0 < self.max_pixels < self.min_pixels:
+            raise ValueError(f"policy.min_pixels={self.min_pixels}, policy.max_pixels={self.max_pixels}: "
+                             "expected min_pixels <= max_pixels")
+        for key in ("max_new_tokens", "sft_batch_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"policy.{key}={getattr(self, key)!r}: expected an integer >= 1")
+        try:
+            check_lora(self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_targets)
+        except ValueError as e:
+            raise ValueError(f"policy.{e}") from None
+        if self.lora_r and self.name == "small":
+            raise ValueError(f"policy.lora_r={self.lora_r}: LoRA adapts policy=hf models; the small policy "
+                             "trains every weight (expected policy.lora_r=0)")
+        if self.lora_r and importlib.util.find_spec("peft") is None:
+            raise ValueError(f"policy.lora_r={self.lora_r}: needs peft, which is not installed: {LORA_EXTRA}")
 
 
 @dataclasses.dataclass

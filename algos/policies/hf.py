@@ -659,9 +659,11 @@ class HFPolicy(Policy):
         cfg.update(self.sft_args)
         with tempfile.TemporaryDirectory() as tmp, preserved_rng(), quiet_datasets():
             dataset = self.sft_dataset(samples, weights)
+            args = SFTConfig(output_dir=tmp, **cfg)
             trainer = sft_trainer_class(weights is not None)(
-                model=self.model, args=SFTConfig(output_dir=tmp, **cfg), train_dataset=dataset,
-                processing_class=self.processor if self.use_images else self.tokenizer)
+                model=self.model, args=args, train_dataset=dataset,
+                processing_class=self.processor if self.use_images else self.tokenizer,
+                optimizer_cls_and_kwargs=self._master_weights(args))
             trainer.remove_callback(PrinterCallback)
             result = trainer.train()
         self.model.eval()
@@ -673,6 +675,18 @@ class HFPolicy(Policy):
         return {"loss": float(losses[-1]), "loss_first": float(losses[0]),
                 "loss_mean": float(result.training_loss), "steps": float(trainer.state.global_step),
                 "samples": float(len(samples))}
+
+    def _master_weights(self, args: Any) -> tuple[type, dict[str, Any]] | None:
+        """fit_sft's optimizer when bf16/fp16 weights train (no LoRA): AdamW with float32 master weights and
+        moments (algos.optim; TRL's AdamW on bf16 weights would round small updates away), with the
+        Trainer's own settings and weight-decay groups. None (TRL's optimizer) for float32 weights, LoRA's
+        float32 adapters, or an optimizer chosen in sft_args."""
+        from algos.optim import MasterWeightAdamW, has_half
+
+        if "optim" in self.sft_args or not has_half(self._trainable):
+            return None
+        return MasterWeightAdamW, {"lr": args.learning_rate, "betas": (args.adam_beta1, args.adam_beta2),
+                                   "eps": args.adam_epsilon}
 
     # -- persistence --------------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def _timed_rendering() -> None:
     """Charge SimDroid's screenshot rendering (render, noise, blend) to a `render` phase when envs step in
     this process (worker processes are not seen)."""
     from algos.timing import PHASES
-    from voyager_gym.backends.sim import backend as sim
+    from voyager_gym.backends.sim import wrap_rendering
 
     def timed(fn: Any) -> Any:
         def wrapper(*a: Any, **kw: Any) -> Any:
@@ -100,8 +100,7 @@ def _timed_rendering() -> None:
                 return fn(*a, **kw)
         return wrapper
 
-    sim.apply_noise, sim.blend = timed(sim.apply_noise), timed(sim.blend)
-    sim.Renderer.render = timed(sim.Renderer.render)
+    wrap_rendering(timed)
 
 
 def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Namespace,
@@ -216,9 +215,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    tasks = sorted(TASKS)[: args.tasks or None]
+    tasks = list(catalogue.names())[: args.tasks or None]
     algos = args.algos.split(",")
     if args.vector == "pipelined" and args.workers == 0 or args.vector == "sync":
         _timed_rendering()

@@ -363,10 +363,11 @@ def diagnostics_md(diag: Diagnostics) -> list[str]:
 
 
 def complexity_of(tasks: Sequence[str]) -> dict[str, float]:
-    """AndroidWorld complexity of each task SimDroid knows (its registry carries AndroidWorld's values)."""
-    from voyager_gym.backends.sim.tasks import TASKS
+    """AndroidWorld complexity of each task the task catalogue knows."""
+    from voyager_gym import catalogue
 
-    return {t: float(TASKS[t].complexity) for t in tasks if t in TASKS}
+    known = catalogue.by_name()
+    return {t: known[t].complexity for t in tasks if t in known}
 
 
 def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:

@@ -183,9 +183,9 @@ def test_bash_block_runs(where, block, tmp_path):
     todo = [argv for argv in (plan(c) for c in commands(block)) if argv is not None]
     ray_needed = any("env.workers=" in a for argv in todo for a in argv)
     if any("env.backend=androidworld" in a for argv in todo for a in argv):
-        from voyager_gym.backends.aw_standin import SITE_DIR
+        from tests.aw_standin import SITE_DIR  # its android_world imports the `tests` package: ROOT too
 
-        env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), str(ROOT), env.get("PYTHONPATH", "")])
     if ray_needed:  # a cluster of its own: a short private temp root (socket paths), unseen by other tests
         env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="r", dir="/tmp")
         todo = [_ray_local(argv) for argv in todo]

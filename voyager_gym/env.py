@@ -67,11 +67,11 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
 
 
 def task_names() -> list[str]:
-    """Every task name, sorted: SimDroid's registry, which holds AndroidWorld's 116 tasks under their names
+    """Every task name, sorted: the task catalogue's (`voyager_gym.catalogue`), AndroidWorld's 116 tasks
     (an env on another backend checks names against its own registry when it is built or reset)."""
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    return sorted(TASKS)
+    return list(catalogue.names())
 
 
 def app_names(env: Any = "simdroid") -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,16 @@ from voyager_gym.backends.sim.tasks import TASKS, SimTask
 from voyager_gym.backends.sim.tasks.base import View
 from voyager_gym.backends.sim.widgets import Node
 from voyager_gym.observation import UIElement
+
+
+def wrap_rendering(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace the three functions that draw SimDroid's screenshots in this process (the renderer's
+    `Renderer.render`, the screen noise's `apply_noise` and a transition's `blend`) by `wrap(fn)`, for every
+    backend of the process, for good: benchmarks charge the time spent in them to a phase
+    (benchmarks/loop_throughput.py)."""
+    global apply_noise, blend
+    apply_noise, blend = wrap(apply_noise), wrap(blend)
+    Renderer.render = wrap(Renderer.render)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

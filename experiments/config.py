@@ -157,7 +157,8 @@ class PolicyConfig:
     # cpu | cuda | cuda:N; a saved policy (policy.path, the cached base) reloads on its own device unless
     # this is set
     dtype: str = "auto"  # policy=hf: the weights' dtype: auto (float32 on CPU, the checkpoint's own on GPU:
-    # bf16 for Qwen) | float32 | bfloat16 | float16 (half precision: train through LoRA, see docs/gpu.md)
+    # bf16 for Qwen) | float32 | bfloat16 | float16 (trained through float32 master weights, or float32 LoRA
+    # adapters: docs/gpu.md)
     min_pixels: int = 0  # policy=hf: a Qwen-VL processor's pixel budget per screenshot, lower end (0: the
     # processor's own)
     max_pixels: int = 0  # policy=hf: upper end (0: the processor's own; 1003520 makes a 1080x2400 frame

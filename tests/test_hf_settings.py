@@ -55,7 +55,7 @@ def test_lora_needs_the_hf_policy_and_peft(monkeypatch):
 
 
 def test_hf_settings_become_the_policy_s_arguments_and_its_cache_key():
-    from experiments.common import base_key, hf_settings
+    from experiments.common import base_key, hf_settings, load_overrides
 
     cfg = C.parse([*HF, "policy.device=cpu", "policy.dtype=bfloat16", "policy.max_pixels=1003520",
                    "policy.crop_status_bar=true", "policy.gradient_checkpointing=on", "policy.lora_r=8",
@@ -72,6 +72,8 @@ def test_hf_settings_become_the_policy_s_arguments_and_its_cache_key():
     tasks = ["SystemWifiTurnOn"]
     assert base_key(plain, tasks) == base_key(on_gpu, tasks)  # where it runs is not what it is
     assert base_key(plain, tasks) != base_key(cfg, tasks)
+    # a saved policy keeps its own device unless policy.device is set
+    assert load_overrides(plain) == {} and load_overrides(on_gpu) == {"device": "cpu"}
 
 
 @needs_peft

@@ -68,12 +68,12 @@ def test_hf_settings_become_the_policy_s_arguments_and_its_cache_key():
     auto = hf_settings(C.parse(HF, C.TrainConfig, "train").policy)
     assert auto["device"] == ("cuda" if torch.cuda.is_available() else "cpu") and auto["dtype"] is None
     plain = C.parse(HF, C.TrainConfig, "train")
-    on_gpu = C.parse([*HF, "policy.device=cpu"], C.TrainConfig, "train")
+    pinned = C.parse([*HF, "policy.device=cpu"], C.TrainConfig, "train")
     tasks = ["SystemWifiTurnOn"]
-    assert base_key(plain, tasks) == base_key(on_gpu, tasks)  # where it runs is not what it is
+    assert base_key(plain, tasks) == base_key(pinned, tasks)  # where it runs is not what it is
     assert base_key(plain, tasks) != base_key(cfg, tasks)
     # a saved policy keeps its own device unless policy.device is set
-    assert load_overrides(plain) == {} and load_overrides(on_gpu) == {"device": "cpu"}
+    assert load_overrides(plain) == {} and load_overrides(pinned) == {"device": "cpu"}
 
 
 @needs_peft

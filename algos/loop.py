@@ -148,11 +148,16 @@ def fork_frames(algo: Algorithm, cfg: RolloutConfig, envs: Any, policy: Policy |
 
 
 def non_finite_weights(policy: Policy) -> int:
-    """How many of the policy's trainable tensors hold a NaN or an infinity."""
+    """How many of the policy's trainable tensors hold a NaN or an infinity (0 for a policy with none, such
+    as a scripted one)."""
     import torch
 
+    try:
+        params = policy.trainable_parameters()
+    except NotImplementedError:
+        return 0
     with torch.no_grad():
-        return sum(not bool(torch.isfinite(p).all()) for p in policy.trainable_parameters())
+        return sum(not bool(torch.isfinite(p).all()) for p in params)
 
 
 def check_finite(algo: Algorithm, policy: Policy, iteration: int, metrics: dict[str, Any], run: Run) -> None:

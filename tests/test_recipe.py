@@ -17,6 +17,7 @@ import pytest
 
 from algos import registry
 from algos.fields import float_fields
+from algos.loop import Algorithm, LoopConfig
 from experiments import config as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,14 +204,21 @@ def test_every_float_key_refuses_nan_and_infinity(prog, key, bad):
     assert "\n" not in msg
 
 
-@pytest.mark.parametrize("name", registry.algorithm_names())
+@pytest.mark.parametrize("name", [*registry.algorithm_names(), "sb3-ppo"])
 def test_every_algorithm_config_refuses_nan_and_infinity_directly(name):
-    """Library users get the same checks: the config classes check themselves."""
-    spec = registry.algorithm_spec(name)
-    for key in float_fields(spec.config):
+    """Library users get the same checks: the config classes (sb3-ppo's too) check themselves."""
+    if name == "sb3-ppo":
+        from algos.sb3_ppo import SB3PPOConfig
+
+        section, config = "sb3_ppo", SB3PPOConfig
+    else:
+        section, config = registry.algorithm_spec(name).section, registry.algorithm_spec(name).config
+    keys = float_fields(config)
+    assert "lr" in keys  # the finder sees the float fields
+    for key in keys:
         for bad in (math.nan, math.inf):
-            with pytest.raises(ValueError, match=f"^{spec.section}.{key}={bad!r}: expected a finite value"):
-                spec.config(**{key: bad})
+            with pytest.raises(ValueError, match=f"^{section}.{key}={bad!r}: expected a finite value"):
+                config(**{key: bad})
 
 
 @pytest.mark.parametrize("argv,prog,expected", [
@@ -238,3 +246,70 @@ def test_ranges_beside_their_fields_are_one_line_errors(argv, prog, expected):
     with pytest.raises(SystemExit) as e:
         C.parse(args, C.SCHEMAS[prog], prog)
     assert str(e.value) == f"{prog}: {expected}"
+
+
+# -- a training step that goes non-finite stops the run ------------------------------------------------------
+class Breaks(Algorithm):
+    """An algorithm whose update at iteration `at` leaves NaN in the weights (`what="weights"`) or reports an
+    infinite loss (`what="loss"`), and trains nothing otherwise."""
+
+    name = "breaks"
+
+    def __init__(self, at: int, what: str):
+        super().__init__(LoopConfig(iterations=4, instances_per_iter=1, group_size=2))
+        self.at, self.what = at, what
+
+    def update(self, policy, groups, iteration, seed):
+        if iteration == self.at and self.what == "weights":
+            import torch
+
+            with torch.no_grad():
+                policy.trainable_parameters()[0].view(-1)[0] = float("nan")
+        if iteration == self.at and self.what == "loss":
+            return {"losses/total": math.inf}
+        return {"losses/total": 0.5, "losses/sft": math.nan}  # NaN: no such term this update, not an error
+
+
+@pytest.mark.parametrize("what", ["weights", "loss"])
+def test_a_step_that_goes_non_finite_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, what):
+    from algos.loop import NonFiniteError, train_loop
+    from algos.policies.small import SmallPolicy
+    from algos.run import Run, checkpoint_dir
+    from voyager_gym.env import app_names
+    from voyager_gym.vector import make_vec
+
+    envs = make_vec(2, "sync", observation_mode="elements", noise="none")
+    try:
+        with Run(tmp_path / "run", {"algo": "breaks"}, wandb_mode="disabled") as run:
+            with pytest.raises(NonFiniteError) as e:
+                train_loop(Breaks(2, what), SmallPolicy(app_names(), seed=0), envs, run,
+                           ["SystemWifiTurnOn"], seed=0, eval_n_per_task=1)
+            rows = run.metrics()
+    finally:
+        envs.close()
+    msg = str(e.value)
+    assert msg.startswith("breaks: iteration 2's update gave ") and "\n" not in msg
+    assert ("non-finite weights" if what == "weights" else "an infinite loss (losses/total=inf)") in msg
+    assert "keeps its last good checkpoint, it_1" in msg
+    assert checkpoint_dir(tmp_path / "run").name == "it_1"  # iteration 2 was neither checkpointed ...
+    assert [r["iteration"] for r in rows] == [0, 1]  # ... nor logged
+    from algos.policies.registry import load_policy
+
+    kept = load_policy(checkpoint_dir(tmp_path / "run") / "policy")
+    import torch
+
+    assert all(bool(torch.isfinite(p).all()) for p in kept.trainable_parameters())
+
+
+def test_train_py_names_a_non_finite_run_in_one_line(tmp_path, monkeypatch):
+    """train.py (and compare.py) turn the error into a one-line exit naming the algorithm and iteration."""
+    from algos.loop import NonFiniteError
+    from experiments import train
+
+    def breaks(*_a, **_k):
+        raise NonFiniteError("grpo: iteration 3's update gave non-finite weights (NaN or infinity in 2 of "
+                             "its tensors); the run stops and keeps its last good checkpoint, it_2, in x")
+
+    monkeypatch.setattr("experiments.recipe.train_run", breaks)
+    with pytest.raises(SystemExit, match=r"^train: grpo: iteration 3's update gave non-finite weights"):
+        train.main(["algo=grpo", f"out_dir={tmp_path / 'r'}", "wandb=disabled"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from algos.policies.registry import load_policy, make_policy
 from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
-from algos.run import ADDED_KEYS, seed_everything
+from algos.run import ADDED_KEYS, RunFolderError, seed_everything
 from algos.timing import collector_paused
 from voyager_gym.backends.base import unknown_task_error
 from voyager_gym.env import app_names, task_names
@@ -259,29 +259,91 @@ def base_path(cfg: Any, tasks: list[str]) -> Path:
     return Path(cfg.cache_dir) / f"base-{cfg.policy.name}-{base_key(cfg, tasks)}"
 
 
+def cache_entry(cfg: Any, path: Path) -> Path:
+    """`path` (a base-* or rft-* folder of cfg.cache_dir) after checking that cache_dir is a cache (not a run
+    folder another command made) and that the entry is no link out of it; a SystemExit naming them if not."""
+    from algos.folders import claim, inside
+
+    root = Path(cfg.cache_dir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        claim(root, "cache", "the cache of base policies and RFT start checkpoints", key="cache_dir")
+        return inside(root, path.name)
+    except RunFolderError as e:
+        raise SystemExit(f"cache_dir: {e}") from None
+
+
+def rebuild_hint(path: Path) -> str:
+    return f"delete {path} to rebuild it"
+
+
+def load_base(cfg: Any, path: Path) -> Policy:
+    """The cached base policy at `path`, its files checked against its manifest. A base cached before caches
+    carried checksums (a `done` file without "checksums") is adopted once: its policy must load, then its
+    checksums are recorded (printed) and checked from then on; a manifest missing from a newer one is an
+    error, as is any file that differs from it."""
+    from algos.folders import inside, read_bytes
+    from algos.run import MANIFEST, verify_manifest, write_manifest
+
+    try:
+        done = json.loads(read_bytes(inside(path, "done")))
+    except (OSError, ValueError, RunFolderError) as e:
+        raise SystemExit(f"cache: {path}/done is unreadable ({e}); {rebuild_hint(path)}") from None
+    adopt = isinstance(done, dict) and "checksums" not in done and not os.path.lexists(path / MANIFEST)
+    try:
+        if not adopt:
+            verify_manifest(path, "the cached base policy")
+        policy = load_policy(inside(path, "policy"), kind=cfg.policy.name, **load_overrides(cfg))
+    except (RunFolderError, ValueError, OSError) as e:
+        raise SystemExit(f"cache: the base policy in {path} cannot be used: {e}; {rebuild_hint(path)}") \
+            from None
+    except Exception as e:  # noqa: BLE001 - a damaged weight file fails inside safetensors or torch
+        raise SystemExit(f"cache: the base policy in {path} does not load ({type(e).__name__}: {e}); "
+                         f"{rebuild_hint(path)}") from None
+    if adopt:
+        try:
+            write_manifest(path)
+        except RunFolderError as e:
+            raise SystemExit(f"cache: {e}; {rebuild_hint(path)}") from None
+        print(f"cache: {path} was cached before caches carried checksums; its policy loads, so its checksums "
+              f"are recorded now in {path / MANIFEST} and checked from here on (or {rebuild_hint(path)})")
+    return policy
+
+
 def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
-    """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed)."""
-    path = base_path(cfg, tasks)
+    """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed),
+    with a manifest of checksums checked on every load. Processes sharing a cache_dir build it once: the
+    others wait for it."""
+    from algos.folders import inside, locked, rmtree
+    from algos.run import write_manifest
+
     if cfg.env.backend == "androidworld":  # no experts on real phones: the loaded model is the base
         print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
         return new_policy(cfg, envs)
+    path = cache_entry(cfg, base_path(cfg, tasks))
     if (path / "done").exists():
-        return load_policy(path / "policy", kind=cfg.policy.name, **load_overrides(cfg))
-    policy = new_policy(cfg, envs)
-    seed_everything(cfg.base.seed)
-    with collector_paused():
-        samples = demonstrations(cfg, tasks, envs)
-        policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
-                       lr_schedule=cfg.base.lr_schedule)
-    tmp = path.with_name(path.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    policy.save(tmp / "policy")
-    (tmp / "done").write_text(json.dumps({"samples": len(samples)}))
-    if path.exists():
-        shutil.rmtree(path)
-    tmp.rename(path)
+        return load_base(cfg, path)
+    root = path.parent
+    with locked(inside(root, f".{path.name}.lock"), f"the base policy {path} is being trained by another "
+                "process (sharing cache_dir)"):
+        if (path / "done").exists():  # the other process finished it
+            return load_base(cfg, path)
+        policy = new_policy(cfg, envs)
+        seed_everything(cfg.base.seed)
+        with collector_paused():
+            samples = demonstrations(cfg, tasks, envs)
+            policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
+                           lr_schedule=cfg.base.lr_schedule)
+        tmp = inside(root, path.name + ".tmp")
+        if os.path.lexists(tmp):
+            rmtree(tmp, root)
+        tmp.mkdir(parents=True)
+        policy.save(tmp / "policy")
+        (tmp / "done").write_text(json.dumps({"samples": len(samples), "checksums": "manifest.json"}))
+        write_manifest(tmp)
+        if os.path.lexists(path):
+            rmtree(path, root)
+        tmp.rename(path)
     return policy
 
 

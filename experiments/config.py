@@ -482,7 +482,12 @@ def parse(argv: Sequence[str], schema: type = TrainConfig, prog: str | None = No
             close = difflib.get_close_matches(key, list(keys), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SystemExit(f"unknown key {key!r} for {prog}{hint} (`{prog} --help` lists every key)")
-        k, v = _normalise(arg, schema, keys)
+        try:
+            k, v = _normalise(arg, schema, keys)
+        except Exception as e:  # noqa: BLE001 - YAML's parser errors (an unclosed [ or {) have no common base
+            problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise SystemExit(f"{key}={arg.split('=', 1)[1]!r}: cannot be read ({problem}); lists are written "
+                             "[a,b] or a,b, maps {k: v} or k=v,k2=v2") from None
         try:
             OmegaConf.update(cfg, k, v, merge=False)
         except OmegaConfBaseException:

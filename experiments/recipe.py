@@ -17,13 +17,16 @@ from typing import Any
 
 from algos.loop import Algorithm, RunContext, train_loop
 from algos.policies.base import Policy
+from algos.run import RunFolderError
 from experiments.common import (
+    cache_entry,
     demonstrations,
     frame_replay,
     load_or_train_base,
     load_saved_policy,
     make_algorithm,
     make_envs,
+    rebuild_hint,
     resolve_tasks,
     rft_path,
     suite_backend,
@@ -79,8 +82,11 @@ def rft_start_pool(cfg: Any, name: str, tasks: list[str], start: str) -> Any:
         print(f"{name}.rft_pool: {what} is not the RFT start checkpoint, so {name}'s success pool starts "
               "empty")
         return TrajectoryBuffer()
-    run_dir = rft_path(cfg, tasks)
-    path = (checkpoint_dir(run_dir) or run_dir) / "successes.parquet"
+    run_dir = cache_entry(cfg, rft_path(cfg, tasks))
+    try:
+        path = (checkpoint_dir(run_dir) or run_dir) / "successes.parquet"
+    except RunFolderError as e:
+        raise SystemExit(f"cache: {e}; {rebuild_hint(run_dir)}") from None
     if not path.exists():
         raise SystemExit(f"{name}.rft_pool=true: the RFT checkpoint has no success pool at {path}")
     # RFT's group ids come from its own rollout seeds, which this run's may repeat: mark them as RFT's
@@ -106,35 +112,54 @@ def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, di
     """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
     once per recipe (`rft.*`, `base.*`) as a resumable run under cfg.cache_dir, RFT from the base policy with
     its context as every run gets it (`run_context`). Returns the policy and its last metrics row."""
+    from algos.folders import atomic_write_text, inside
     from algos.policies.registry import load_policy
     from algos.run import Run, checkpoint_dir, read_metrics, verify_manifest
 
-    path = rft_path(cfg, tasks)
+    path = cache_entry(cfg, rft_path(cfg, tasks))
     if not (path / "done").exists():
-        run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
+        try:  # another process building the same start (a comparison sharing cache_dir): wait for it
+            run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled",
+                      made_by="cache", wait=True,
+                      busy=f"the RFT start checkpoint {path} is being trained by another process (sharing "
+                      "cache_dir)")
+        except RunFolderError as e:
+            raise SystemExit(f"cache: {e}; {rebuild_hint(path)}") from None
         try:
-            base = load_or_train_base(cfg, tasks, envs)
-            print(f"training the RFT start checkpoint in {path} (cached for later runs)")
-            rft = make_algorithm(cfg, "rft")
-            rft.setup(run_context(cfg, rft, tasks, envs, start="base"))
-            train_loop(rft, base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
-                       suite_backend=suite_backend(cfg))
-            (path / "done").write_text("1")
+            if not (path / "done").exists():  # (the other process may have finished it meanwhile)
+                base = load_or_train_base(cfg, tasks, envs)
+                print(f"training the RFT start checkpoint in {path} (cached for later runs)")
+                rft = make_algorithm(cfg, "rft")
+                rft.setup(run_context(cfg, rft, tasks, envs, start="base"))
+                train_loop(rft, base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
+                           suite_backend=suite_backend(cfg))
+                atomic_write_text(inside(path, "done"), "1")
         finally:
             run.close()
     # read-only from here: the parallel pairs of a comparison read the cached checkpoint at once, unlocked
-    ckpt = checkpoint_dir(path)
-    verify_manifest(ckpt)
-    return load_policy(ckpt / "policy", kind=cfg.policy.name), read_metrics(path / "metrics.jsonl")[-1]
+    try:
+        ckpt = checkpoint_dir(path)
+        if ckpt is None:
+            raise RunFolderError(f"{path}/checkpoint.json is missing")
+        verify_manifest(ckpt, "the cached RFT start")
+        rows = [r for r in read_metrics(path / "metrics.jsonl") if r.get("pass_at_1") is not None]
+        if not rows:
+            raise RunFolderError(f"{path}/metrics.jsonl holds no evaluation row")
+        policy = load_policy(ckpt / "policy", kind=cfg.policy.name)
+    except (RunFolderError, ValueError, OSError) as e:
+        raise SystemExit(f"cache: the RFT start in {path} cannot be used: {e}; {rebuild_hint(path)}") \
+            from None
+    return policy, rows[-1]
 
 
 def train_run(cfg: Any, algo: str, seed: int, out: Path, *, config: dict[str, Any], budget: int,
               start: str = "auto", progress: bool | None = None, group: str | None = None,
-              name: str | None = None) -> dict[str, Any]:
+              name: str | None = None, made_by: str | None = None) -> dict[str, Any]:
     """Train (or resume) run `algo` with `seed` in folder `out` for `budget` env steps (0: its iterations),
     as the experiments do (see the module docstring); `config` is what the folder stores (its identity).
     Returns the last evaluation. A folder in use or of another config is a RunFolderError, a training step
-    that goes non-finite an algos.loop.NonFiniteError (its last good checkpoint kept)."""
+    that goes non-finite an algos.loop.NonFiniteError (its last good checkpoint kept). `made_by`: the
+    command whose folder it is (algos/folders.py), refusing another's."""
     from algos.run import Run
 
     progress = cfg.progress if progress is None else progress
@@ -149,7 +174,7 @@ def train_run(cfg: Any, algo: str, seed: int, out: Path, *, config: dict[str, An
         return rows[-1] if rows else {}
     a = make_algorithm(cfg, algo)  # checks the section before the folder is touched
     start = start_of(cfg, algo, start)
-    run = Run(out, config, wandb_mode=cfg.wandb, group=group or algo, name=name)
+    run = Run(out, config, wandb_mode=cfg.wandb, group=group or algo, name=name, made_by=made_by)
     try:
         replay = frame_replay(cfg, a.needs_pixels)
         envs = make_envs(cfg, pixels=a.needs_pixels and replay is None)

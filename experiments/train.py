@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig, parse, run_config
@@ -20,11 +19,12 @@ from experiments.config import TrainConfig, parse, run_config
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse(sys.argv[1:] if argv is None else argv, TrainConfig, "train")
+    from algos.folders import entry_point_folder
     from algos.loop import NonFiniteError
     from algos.run import RunFolderError, pin_cpu_numerics, read_metrics
     from experiments.recipe import train_run
 
-    out = Path(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}")
+    out = entry_point_folder(cfg.out_dir or f"runs/{cfg.algo}-s{cfg.seed}", "train", "train")
     if (out / "checkpoint.json").exists() and not cfg.resume:
         raise SystemExit(
             f"{out} already holds a run; pass resume=true to continue it or choose another out_dir"
@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:  # the recipe every run shares (experiments/recipe.py): envs, start, demos, RFT pool, the loop
         last = train_run(cfg, cfg.algo, cfg.seed, out, config=run_config(cfg), budget=cfg.budget,
-                         group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}")
+                         group=cfg.algo, name=f"{cfg.algo}-s{cfg.seed}", made_by="train")
     except (RunFolderError, NonFiniteError) as e:
         raise SystemExit(f"train: {e}") from None
     evals = [r for r in read_metrics(out / "metrics.jsonl") if r.get("pass_at_1") is not None]

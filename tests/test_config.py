@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -246,3 +247,13 @@ def test_policy_width_reaches_the_policy_and_keys_its_own_cache():
     assert new_policy(narrow, env).config["d_model"] == 64 and new_policy(wide, env).config["d_model"] == 96
     assert new_policy(narrow, env).model.blocks[0].qkv.in_features == 64  # the network built, not the record
     assert base_key(narrow, ["SystemWifiTurnOn"]) != base_key(wide, ["SystemWifiTurnOn"])
+
+
+@pytest.mark.parametrize("arg", ["tasks=[SystemWifiTurnOn,", "env.actor_resources={a: 1",
+                                 "env.actor_resources=a=[1"])
+def test_a_malformed_value_is_one_line_naming_its_key(arg):
+    """Before: YAML's parser traceback (issue 45)."""
+    key = arg.split("=", 1)[0]
+    with pytest.raises(SystemExit, match=rf"^{re.escape(key)}=.*cannot be read") as e:
+        C.parse([arg], C.CompareConfig, "compare")
+    assert "\n" not in str(e.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pickle
 import random
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.base import Backend, unknown_task_error
+from voyager_gym.backends.base import Backend, ExpertOffPath, unknown_task_error
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise, noise_shows
 from voyager_gym.backends.sim.phone import Phone, launcher_app_names
@@ -20,6 +21,7 @@ from voyager_gym.backends.sim.tasks import TASKS, SimTask
 from voyager_gym.backends.sim.tasks.base import View
 from voyager_gym.backends.sim.widgets import Node
 from voyager_gym.observation import UIElement
+from voyager_gym.params import Schema, check, task_schema
 
 
 def wrap_rendering(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -73,6 +75,12 @@ class SimState:
     shown: Shown | None  # None: the last observation had no pixels
 
 
+@functools.cache
+def _schema(cls: type[SimTask]) -> Schema:
+    """A task's params schema, read once per process off its generator."""
+    return task_schema(cls.generate_random_params)
+
+
 class SimDroidBackend(Backend):
     """An in-process SimDroid phone. `render_scale` scales the 1080x2400 screen; `noise` is a NoiseConfig
     or its name ('default', 'none', 'heavy'); `frame_cache` is how many rendered frames are kept."""
@@ -119,6 +127,11 @@ class SimDroidBackend(Backend):
         params = cls.generate_random_params(random.Random(instance_seed))
         params["seed"] = int(instance_seed)
         return params
+
+    def check_params(self, name: str, params: dict[str, Any]) -> None:
+        """Params against the schema read off the task's generator (voyager_gym.params): keys, kinds, string
+        lengths; a ParamsError (ValueError) names the key."""
+        check(_schema(self.task_cls(name)), params, name)
 
     # -- episode ---------------------------------------------------------------------------------------
     def reset(self, name: str, params: dict[str, Any], rng: np.random.Generator) -> str:
@@ -191,7 +204,11 @@ class SimDroidBackend(Backend):
         if self.task is None:
             raise RuntimeError("expert_action() before reset()")
         view = View(self.phone.elements(), self.task.goal)
-        return self.task.expert(view, self.mem)
+        try:
+            return self.task.expert(view, self.mem)
+        except LookupError as e:  # IndexError and KeyError included: what an expert off its path meets
+            raise ExpertOffPath(f"the expert of {self.task.name} has no action from this screen (off its "
+                                f"path: {type(e).__name__}: {e})") from e
 
     # -- snapshots -------------------------------------------------------------------------------------
     def snapshot(self) -> SimState:

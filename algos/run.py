@@ -64,6 +64,11 @@ ADDED_KEYS: dict[str, Any] = {
     "grsd.fork_eval_until": 0,
     # the held-out-task split (2026-12-04): runs before it trained and evaluated on the same tasks
     "split": "instances", "heldout_fraction": 0.25, "split_seed": 0,
+    # the HF policy's settings (2026-12-04), at what the entry points' HF policy did before them
+    "policy.device": "auto", "policy.dtype": "auto", "policy.min_pixels": 0, "policy.max_pixels": 0,
+    "policy.crop_status_bar": False, "policy.gradient_checkpointing": "auto", "policy.max_new_tokens": 64,
+    "policy.sft_batch_size": 8, "policy.lora_r": 0, "policy.lora_alpha": 16.0, "policy.lora_dropout": 0.0,
+    "policy.lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
 }
 MANIFEST = "manifest.json"
 _CKPT_NAME = re.compile(r"it_\d+")

@@ -32,12 +32,14 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from algos.buffer import Group, Step, Trajectory
+from algos.fields import setting
 from algos.grpo import GRPO, GRPOConfig, group_advantages, signal_metrics
+from algos.loop import RunContext
 from algos.pg import discounted_returns, step_rewards, trajectory_return
 from algos.policies.base import Policy
 from algos.rollout import RolloutConfig
@@ -47,20 +49,14 @@ ANCHORS = ("robust", "exact")
 
 @dataclasses.dataclass
 class GiGPOConfig(GRPOConfig):
+    SECTION: ClassVar[str] = "gigpo"
     scale_std: bool = False  # F_norm of both levels: divide by the group's std (True: verl-agent's
     # mean_std_norm) or not (False: its mean_norm, which its example scripts run)
-    gamma: float = 0.95  # discount of the step returns (the paper's and verl-agent's)
-    step_weight: float = 1.0  # w in A = A^E + w * A^S (the paper's 1)
-    anchor: str = "robust"  # how steps are matched to shared anchor states: robust (GRSD's robust screen
-    # comparison of screenshots; works on real screens) | exact (SimDroid's ground-truth screen_key)
-
-    def __post_init__(self) -> None:
-        if self.anchor not in ANCHORS:
-            raise ValueError(f"gigpo.anchor={self.anchor!r}: expected one of {', '.join(ANCHORS)}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gigpo.gamma={self.gamma!r}: expected a value in [0, 1]")
-        if not self.step_weight >= 0.0:
-            raise ValueError(f"gigpo.step_weight={self.step_weight!r}: expected a value >= 0")
+    gamma: float = setting(0.95, ge=0, le=1)  # discount of the step returns (the paper's and verl-agent's)
+    step_weight: float = setting(1.0, ge=0)  # w in A = A^E + w * A^S (the paper's 1)
+    anchor: str = setting("robust", choices=ANCHORS)  # how steps are matched to shared anchor states: robust
+    # (GRSD's robust screen comparison of screenshots; works on real screens) | exact (SimDroid's
+    # ground-truth screen_key)
 
 
 # -- anchor states ------------------------------------------------------------------------------------------
@@ -166,8 +162,8 @@ class GiGPO(GRPO):
     name = "gigpo"
     cfg: GiGPOConfig
 
-    def __init__(self, cfg: GiGPOConfig):
-        super().__init__(cfg)
+    def __init__(self, cfg: GiGPOConfig, context: RunContext | None = None):
+        super().__init__(cfg, context)
         self.needs_pixels = cfg.anchor == "robust"  # robust anchors compare screenshots
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,

@@ -18,13 +18,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from algos.buffer import Group, Step
-from algos.loop import Algorithm, LoopConfig
+from algos.fields import setting
+from algos.loop import Algorithm, LoopConfig, RunContext
 from algos.pg import (
     adam,
     approx_kl,
@@ -46,16 +47,19 @@ REFERENCE = "reference"  # checkpoint entry of the frozen KL reference (only whe
 
 @dataclasses.dataclass
 class GRPOConfig(LoopConfig):
-    lr: float = 1e-4  # Adam learning rate (a fresh optimizer each iteration)
-    epochs: int = 2  # passes over the iteration's steps
-    minibatch_size: int = 256  # steps per gradient step
-    clip_low: float = 0.2  # ratio clipped below at 1 - clip_low
-    clip_high: float = 0.2  # ... and above at 1 + clip_high (DAPO's clip-higher uses 0.28)
+    SECTION: ClassVar[str] = "grpo"
+    lr: float = setting(1e-4, gt=0)  # Adam learning rate (a fresh optimizer each iteration)
+    epochs: int = setting(2, ge=1)  # passes over the iteration's steps
+    minibatch_size: int = setting(256, ge=1)  # steps per gradient step
+    clip_low: float = setting(0.2, ge=0)  # ratio clipped below at 1 - clip_low
+    clip_high: float = setting(0.2, ge=0)  # ... and above at 1 + clip_high (DAPO's clip-higher uses 0.28)
     scale_std: bool = True  # divide by the group's reward std (False: Dr. GRPO's unscaled advantages)
-    eps: float = 1e-4  # added to the std
-    invalid_penalty: float = 0.0  # subtracted from R_i per invalid step (unparseable or rejected action)
-    beta: float = 0.0  # weight of the k3 KL to the starting policy (0: no reference copy is kept)
-    max_grad_norm: float = 1.0  # global grad-norm clip (0: off)
+    eps: float = setting(1e-4, ge=0)  # added to the std
+    invalid_penalty: float = setting(0.0, ge=0)  # subtracted from R_i per invalid step (unparseable or
+    # rejected action)
+    beta: float = setting(0.0, ge=0)  # weight of the k3 KL to the starting policy (0: no reference copy is
+    # kept)
+    max_grad_norm: float = setting(1.0, ge=0)  # global grad-norm clip (0: off)
 
 
 def group_advantages(rewards: list[float], scale_std: bool = True, eps: float = 1e-4) -> list[float]:
@@ -110,8 +114,8 @@ class GRPO(Algorithm):
     name = "grpo"
     cfg: GRPOConfig
 
-    def __init__(self, cfg: GRPOConfig):
-        super().__init__(cfg)
+    def __init__(self, cfg: GRPOConfig, context: RunContext | None = None):
+        super().__init__(cfg, context)
         self.reference: Policy | None = None
         self._reference_path: Path | None = None  # set on resume; loaded at the next update, on its device
 

@@ -28,13 +28,14 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from algos.branch import Branch, play, taken
 from algos.buffer import Group, Step, TrajectoryBuffer
 from algos.evaluation import evaluate
+from algos.fields import setting
 from algos.forklevel import (
     ForkState,
     action_json,
@@ -47,7 +48,7 @@ from algos.forklevel import (
 )
 from algos.forks.examples import FORK_MODES, FORKS_DIR, ForkCheck, ForkExample, ForkExamples, find_forks
 from algos.grpo import GRPO, GRPOConfig
-from algos.loop import Algorithm, LoopConfig, fork_frames
+from algos.loop import Algorithm, LoopConfig, RunContext, fork_frames
 from algos.policies.base import Policy
 from algos.policies.hf import preserved_rng
 from algos.prompt import PolicyInput, render_response
@@ -55,68 +56,88 @@ from algos.rft import handed_demos, success_samples, successful_groups
 from algos.rollout import RolloutConfig
 from voyager_gym.actions import Action
 
+RECIPES = ("replay", "paper")
+GRSD_FORK_MODES = (*FORK_MODES, "oracle")  # oracle: the robust detector's fork states, labelled by the expert
+TEACHERS = ("shortest", "similar", "all")
+POOL_DIR = "fork_pool"  # checkpoint folder of the fork pool (`fork_pool`)
+FORK_EVAL_ARMS = ("control", "grpo", "oracle")
+
 
 @dataclasses.dataclass
 class GRSDConfig(LoopConfig):
-    fork_mode: str = "robust"  # faithful: the paper's detector as published; robust: our hardened variant
-    # (default: on SimDroid with screen noise 93% of its forks pair truly equal screens vs 60% for faithful)
-    epochs: int = 2  # passes over the mixed SFT set per iteration
-    lr: float = 5e-4  # fine-tuning learning rate (RFT's, which GRSD continues from)
+    """GRSD as the experiments run it (the replay mix): RFT's weights and data continued (its success pool
+    and the demonstrations, 8,000 of them replayed an update; without them it fell below its start, 0.573
+    against GRPO's 0.591; with them 0.592, and 0.593 replaying all ~20,000 an update in twice the time), and
+    its first iteration measured at the fork level against its control and GRPO. The replay mix stays the
+    default over the paper's recipe (recipe=paper), which fixed about as many fork states, lost held-out
+    Pass@1 on the fork tasks where the mix gained, and ended lower (README "Results", 2026-12-04)."""
+
+    SECTION: ClassVar[str] = "grsd"
+    fork_mode: str = setting("robust", choices=GRSD_FORK_MODES)  # faithful: the paper's detector as
+    # published; robust: our hardened variant (default: on SimDroid with screen noise 93% of its forks pair
+    # truly equal screens vs 60% for faithful); oracle: robust's fork states labelled by the task's expert
+    epochs: int = setting(2, ge=1)  # passes over the mixed SFT set per iteration
+    lr: float = setting(5e-4, gt=0)  # fine-tuning learning rate (RFT's, which GRSD continues from)
     accumulate: bool = True  # RFT part: successes from all iterations so far, not only the last
-    rft_ratio: float = 0.0  # RFT samples per fork sample (0: the whole success pool, as the paper mixes)
-    fork_repeat: int = 1  # each fork sample appears this many times (upweights the corrections)
-    max_forks_per_group: int = 0  # cap per group, most similar screens first (0: no cap)
-    max_samples_per_task: int = 0  # cap each task's share of the RFT part (see RFTConfig)
-    per_group: int = 0  # RFT part: keep only the shortest k successes of each group (0: all; RFT's own
-    # recipe keeps 2, see RFTConfig.per_group)
-    demos: bool = False  # also fine-tune on the base policy's expert demonstrations every iteration, as the
-    # experiments' RFT does (whoever made the base hands them over: `GRSD.demo_samples`)
-    rft_pool: bool = False  # start the success pool from the RFT start checkpoint's pool (the entry points
-    # load it: `GRSD.pool`), so GRSD continues RFT's data as well as its weights; False: the pool starts empty
-    # and the first updates fine-tune on one iteration's successes only
-    max_rft_samples: int = 0  # > 0: each update fine-tunes on at most this many samples of the RFT part (the
-    # pool and the demonstrations), drawn afresh every update (seeded): a pool continued from RFT's holds
-    # ~15,000 steps, and this bounds the update's time while every sample keeps its chance of being replayed
+    rft_ratio: float = setting(0.0, ge=0)  # RFT samples per fork sample (0: the whole success pool, as the
+    # paper mixes)
+    fork_repeat: int = setting(1, ge=1)  # each fork sample appears this many times (upweights the
+    # corrections)
+    max_forks_per_group: int = setting(0, ge=0)  # cap per group, most similar screens first (0: no cap)
+    max_samples_per_task: int = setting(0, ge=0)  # cap each task's share of the RFT part (see RFTConfig)
+    per_group: int = setting(0, ge=0)  # RFT part: keep only the shortest k successes of each group (0: all;
+    # RFT's own recipe keeps 2, see RFTConfig.per_group)
+    demos: bool = True  # also fine-tune on the base policy's expert demonstrations every iteration, as the
+    # experiments' RFT does (handed over by whoever made the base: `RunContext.demo_samples`)
+    rft_pool: bool = True  # start the success pool from the RFT start checkpoint's pool (handed over:
+    # `RunContext.rft_pool`, as the experiments' recipe does), so GRSD continues RFT's data as well as its
+    # weights; False: the pool starts empty and the first updates fine-tune on one iteration's successes only
+    max_rft_samples: int = setting(8000, ge=0)  # > 0: each update fine-tunes on at most this many samples of
+    # the RFT part (the pool and the demonstrations), drawn afresh every update (seeded): a pool continued
+    # from RFT's holds ~15,000 steps, and this bounds the update's time while every sample keeps its chance of
+    # being replayed (0: all of them)
     train_on_forks: bool = True  # False: the control arm, forks found and logged but not trained on (RFT
     # continued with GRSD's own pool, settings and rollouts: what the fork samples add is the difference)
     branch: bool = False  # check every fork by branching (SimDroid snapshots): K continuations of the
     # current policy after the teacher's action and K after the failed one, from the failed step's state;
     # logs grsd/fork_precision_branching (the share whose correction raises the success rate)
     verify: bool = False  # train only on forks verified by branching (branches them: implies branch)
-    branch_k: int = 4  # K: continuations per side of a fork when branching
-    keep_forks: int = 32  # fork examples kept in each checkpoint for pictures (most recent first)
-    thumb_width: int = 160  # width of the screenshots stored with the kept fork examples
+    branch_k: int = setting(4, ge=1)  # K: continuations per side of a fork when branching
+    keep_forks: int = setting(32, ge=0)  # fork examples kept in each checkpoint for pictures (most recent
+    # first)
+    thumb_width: int = setting(160, ge=0)  # width of the screenshots stored with the kept fork examples
     # -- the recipe (see RECIPES) and the fork set --------------------------------------------------------
-    recipe: str = "replay"  # replay: every iteration fine-tunes on the forks mixed with the replayed RFT
-    # pool; paper: UI-Voyager's stages alternate, GRSD rounds (odd iterations) fine-tune on the fork set D
-    # alone, RFT rounds (even iterations) on the success pool alone, as RFT does
+    recipe: str = setting("replay", choices=RECIPES)  # replay: every iteration fine-tunes on the forks mixed
+    # with the replayed RFT pool; paper: UI-Voyager's stages alternate, GRSD rounds (odd iterations)
+    # fine-tune on the fork set D alone, RFT rounds (even iterations) on the success pool alone, as RFT does
     teacher: str = ""  # which successes teach (fork detection's teacher): shortest (the paper's), similar
     # (the robust mode's), all (every success of the group, each walked on its own); "": the recipe's (paper:
     # shortest, replay: the fork mode's)
-    fork_epochs: int = 0  # passes over D in a paper-recipe GRSD round (0: `epochs`)
+    fork_epochs: int = setting(0, ge=0)  # passes over D in a paper-recipe GRSD round (0: `epochs`)
     fork_pool: bool = False  # keep forks across iterations (the newest `fork_pool_max`), each retired once
     # the policy's greedy action at its state equals its label; False: only the iteration's own forks train
-    fork_pool_max: int = 2048  # forks the pool holds at most (the oldest leave first)
-    greedy_weight: float = 1.0  # weight of a fork whose failed action is also the policy's greedy action
-    # there (the mistakes greedy Pass@1 makes); other forks weigh 1
+    fork_pool_max: int = setting(2048, ge=1)  # forks the pool holds at most (the oldest leave first)
+    greedy_weight: float = setting(1.0, gt=0)  # weight of a fork whose failed action is also the policy's
+    # greedy action there (the mistakes greedy Pass@1 makes); other forks weigh 1
     # -- the fork-level measurement (algos/forklevel.py) --------------------------------------------------
-    fork_eval: bool = False  # on iterations that train on forks, measure the iteration's fork states
+    fork_eval: bool = True  # on iterations that train on forks, measure the iteration's fork states
     # (SimDroid snapshots) before and after the update and after each `fork_eval_arms` update made from the
-    # same checkpoint on the same groups; its env steps are measurement, not training (not in the budget)
-    fork_eval_arms: list[str] = dataclasses.field(default_factory=lambda: ["control", "grpo", "oracle"])
+    # same checkpoint on the same groups; its env steps are measurement, not training (not in the budget);
+    # the entry points turn it off on other backends. Each arm's update costs this replay's fit again
+    # (~85 states a seed in the default comparison)
+    fork_eval_arms: list[str] = setting(factory=lambda: ["control", "grpo"], choices=FORK_EVAL_ARMS)
     # control: this update without the fork samples; grpo: GRPO's update (GRPOConfig's defaults); oracle:
-    # this update with every fork labelled with the task expert's action at its state
-    fork_eval_transfer: int = 2  # held-out instances per fork task evaluated (greedy) per arm: does a fix
-    # carry to other instances of the task (0: off)
-    fork_eval_until: int = 0  # measure iterations 1..N only (0: every one); each measured iteration costs an
-    # update per arm
+    # this update with every fork labelled with the task expert's action at its state (on request)
+    fork_eval_transfer: int = setting(2, ge=0)  # held-out instances per fork task evaluated (greedy) per arm:
+    # does a fix carry to other instances of the task (0: off)
+    fork_eval_until: int = setting(1, ge=0)  # measure iterations 1..N only (0: every one); each measured
+    # iteration costs an update per arm, so measuring every one would double a pair's time
 
-
-RECIPES = ("replay", "paper")
-GRSD_FORK_MODES = (*FORK_MODES, "oracle")  # oracle: the robust detector's fork states, labelled by the expert
-TEACHERS = ("shortest", "similar", "all")
-POOL_DIR = "fork_pool"  # checkpoint folder of the fork pool (`fork_pool`)
-FORK_EVAL_ARMS = ("control", "grpo", "oracle")
+    def __post_init__(self) -> None:
+        super().__post_init__()  # every field's own range (algos.fields)
+        if self.teacher not in ("", *TEACHERS):
+            raise ValueError(f"grsd.teacher={self.teacher!r}: expected one of {', '.join(TEACHERS)} (or '' "
+                             "for the recipe's)")
 
 
 def _state(f: ForkExample) -> tuple[str, str, int]:
@@ -201,36 +222,26 @@ class GRSD(Algorithm):
     needs_pixels = True  # fork detection compares screenshots
     cfg: GRSDConfig
 
-    def __init__(self, cfg: GRSDConfig):
-        if cfg.fork_mode not in GRSD_FORK_MODES:
-            raise ValueError(f"unknown fork_mode {cfg.fork_mode!r}; expected one of "
-                             f"{', '.join(GRSD_FORK_MODES)}")
-        if cfg.recipe not in RECIPES:
-            raise ValueError(f"grsd.recipe={cfg.recipe!r}: expected one of {', '.join(RECIPES)}")
-        if cfg.teacher not in ("", *TEACHERS):
-            raise ValueError(f"grsd.teacher={cfg.teacher!r}: expected one of {', '.join(TEACHERS)} (or '' "
-                             "for "
-                             "the recipe's)")
-        bad = [a for a in cfg.fork_eval_arms if a not in FORK_EVAL_ARMS]
-        if bad:
-            raise ValueError(f"grsd.fork_eval_arms has {bad[0]!r}: expected some of "
-                             f"{', '.join(FORK_EVAL_ARMS)}")
-        for key in ("branch_k", "fork_pool_max"):
-            if getattr(cfg, key) < 1:
-                raise ValueError(f"grsd.{key}={getattr(cfg, key)!r}: expected an integer >= 1")
-        for key in ("fork_epochs", "fork_eval_transfer", "fork_eval_until"):
-            if getattr(cfg, key) < 0:
-                raise ValueError(f"grsd.{key}={getattr(cfg, key)!r}: expected an integer >= 0")
-        if not (math.isfinite(cfg.greedy_weight) and cfg.greedy_weight > 0):
-            raise ValueError(f"grsd.greedy_weight={cfg.greedy_weight!r}: expected a finite weight > 0")
-        super().__init__(cfg)
+    def __init__(self, cfg: GRSDConfig, context: RunContext | None = None):
         self.pool = TrajectoryBuffer()
+        self._pool_handed = False  # whether the pool holds RFT's (`setup`) or a checkpoint's (`load_state`)
         self.examples = ForkExamples(keep=cfg.keep_forks, thumb_width=cfg.thumb_width)
         self.forks = ForkExamples(keep=cfg.fork_pool_max, thumb_width=cfg.thumb_width)  # the fork pool
         self.last_keys: list[list[str]] = []  # (screen, failed action) of the last forks: do they recur?
-        # (input, response) of the base policy's demonstrations, fine-tuned on beside the pool when cfg.demos
-        # (None: not handed over yet; [] when the base was cloned from none)
-        self.demo_samples: list[tuple[PolicyInput, str]] | None = None
+        super().__init__(cfg, context)
+
+    def setup(self, context: RunContext) -> None:
+        """Also start the success pool from `context.rft_pool` (with `rft_pool`)."""
+        super().setup(context)
+        if self.cfg.rft_pool and context.rft_pool is not None:
+            self.pool = context.rft_pool
+            self._pool_handed = True
+
+    @property
+    def demo_samples(self) -> list[tuple[PolicyInput, str]] | None:
+        """(input, response) of the base policy's demonstrations, fine-tuned on beside the pool when cfg.demos
+        (`RunContext.demo_samples`: None when none were handed over)."""
+        return self.context.demo_samples
 
     @property
     def teacher(self) -> str:
@@ -316,8 +327,11 @@ class GRSD(Algorithm):
         branching = cfg.branch or cfg.verify
         if (branching or cfg.fork_eval or cfg.fork_mode == "oracle") and self.envs is None:
             raise ValueError("grsd.branch / verify / fork_eval / fork_mode=oracle replay episodes on the "
-                             "loop's "
-                             "envs; none are bound (train_loop sets algo.envs)")
+                             "loop's envs; none are bound (train_loop binds them: `GRSD.bind`)")
+        if cfg.rft_pool and not self._pool_handed:
+            raise ValueError("grsd.rft_pool=true: no success pool was handed to GRSD (pass "
+                             "RunContext(rft_pool=...) to the algorithm, the RFT start checkpoint's "
+                             "successes.parquet, as experiments/recipe.py does; or set grsd.rft_pool=false)")
         if not cfg.accumulate:
             self.pool = TrajectoryBuffer()
         self.pool.extend(successful_groups(groups, cfg.per_group, keep_pixels=policy.uses_pixels))
@@ -479,6 +493,7 @@ class GRSD(Algorithm):
 
     def load_state(self, path: Path) -> None:
         self.pool = TrajectoryBuffer.load(path / "successes.parquet")
+        self._pool_handed = True
         self.examples = ForkExamples.load(path / FORKS_DIR, keep=self.cfg.keep_forks,
                                           thumb_width=self.cfg.thumb_width)
         keys = path / "fork_keys.json"

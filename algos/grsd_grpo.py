@@ -35,15 +35,16 @@ import dataclasses
 import math
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from algos.buffer import Group
+from algos.fields import setting
 from algos.forks.examples import FORK_MODES, find_forks
 from algos.grpo import GRPO, GRPOConfig
-from algos.loop import fork_frames
+from algos.loop import RunContext, fork_frames
 from algos.pg import adam, mean, minibatches, optimizer_step
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
@@ -54,20 +55,13 @@ FORK_STREAM = 0x6F726B  # second entropy word of the fork samples' random stream
 
 @dataclasses.dataclass
 class GRSDGRPOConfig(GRPOConfig):
-    fork_coef: float = 1.0  # lambda: weight of the fork loss (mean NLL of the teacher responses) beside
-    # GRPO's loss in every minibatch (0: GRPO exactly, forks still found and logged)
-    fork_mode: str = "robust"  # fork detection, as GRSD's: faithful (the paper's detector as published) |
-    # robust (our hardened variant)
-    fork_minibatch: int = 64  # fork samples in each gradient step's fork loss (all of them when fewer)
-
-    def __post_init__(self) -> None:
-        if self.fork_mode not in FORK_MODES:
-            raise ValueError(f"grsd_grpo.fork_mode={self.fork_mode!r}: expected one of "
-                             f"{', '.join(FORK_MODES)}")
-        if not (math.isfinite(self.fork_coef) and self.fork_coef >= 0):
-            raise ValueError(f"grsd_grpo.fork_coef={self.fork_coef!r}: expected a finite value >= 0")
-        if self.fork_minibatch < 1:
-            raise ValueError(f"grsd_grpo.fork_minibatch={self.fork_minibatch!r}: expected an integer >= 1")
+    SECTION: ClassVar[str] = "grsd_grpo"
+    fork_coef: float = setting(1.0, ge=0)  # lambda: weight of the fork loss (mean NLL of the teacher
+    # responses) beside GRPO's loss in every minibatch (0: GRPO exactly, forks still found and logged)
+    fork_mode: str = setting("robust", choices=FORK_MODES)  # fork detection, as GRSD's: faithful (the paper's
+    # detector as published) | robust (our hardened variant)
+    fork_minibatch: int = setting(64, ge=1)  # fork samples in each gradient step's fork loss (all of them
+    # when fewer)
 
 
 def cycled_batches(n: int, size: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -86,8 +80,8 @@ class GRSDGRPO(GRPO):
     needs_pixels = True  # fork detection compares screenshots
     cfg: GRSDGRPOConfig
 
-    def __init__(self, cfg: GRSDGRPOConfig):
-        super().__init__(cfg)
+    def __init__(self, cfg: GRSDGRPOConfig, context: RunContext | None = None):
+        super().__init__(cfg, context)
         self._forks: list[tuple[PolicyInput, str]] = []  # this update's fork samples (when trained on)
         self._batches: Iterator[np.ndarray] | None = None  # their minibatches, one per gradient step
         self._fork_steps = 0  # gradient steps of this update that held the fork loss

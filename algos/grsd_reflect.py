@@ -48,21 +48,23 @@ of algos/forks/walk.py with SAME = equal screen_key against every success of the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import string
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from algos.buffer import Group, Step, Trajectory
+from algos.fields import setting
 from algos.forks import ForkConfig, action_key, walk
 from algos.gigpo import ANCHORS, anchor_classes
 from algos.grpo import GRPO, GRPOConfig, grpo_advantages, signal_metrics
-from algos.loop import fork_frames
+from algos.loop import RunContext, fork_frames
 from algos.pg import score_in_chunks
 from algos.policies.base import Policy
 from algos.rollout import RolloutConfig
@@ -91,47 +93,38 @@ def placeholders(template: str) -> set[str]:
 
 @dataclasses.dataclass
 class GRSDReflectConfig(GRPOConfig):
-    modulation: str = "exp"  # exp: w_t = clip(exp(strength * z_t), 1/max_weight, max_weight) | tanh: w_t =
-    # 1 + strength * tanh(z_t); z_t the teacher-student log-prob gap signed by A, standardised in its group
-    strength: float = 1.0  # how far the teacher moves the weights (0: GRPO exactly; tanh needs < 1)
-    max_weight: float = 3.0  # modulation=exp: weights clipped to [1/max_weight, max_weight] (>= 1)
+    SECTION: ClassVar[str] = "grsd_reflect"
+    modulation: str = setting("exp", choices=MODULATIONS)  # exp: w_t = clip(exp(strength * z_t),
+    # 1/max_weight, max_weight) | tanh: w_t = 1 + strength * tanh(z_t); z_t the teacher-student log-prob gap
+    # signed by A, standardised in its group
+    strength: float = setting(1.0, ge=0)  # how far the teacher moves the weights (0: GRPO exactly; tanh needs
+    # < 1)
+    max_weight: float = setting(3.0, ge=1)  # modulation=exp: weights clipped to [1/max_weight, max_weight]
     renormalise: bool = True  # scale each trajectory's weights to mean 1 over its turns
-    gap_scale_min: float = 0.5  # floor (nats) of the spread z_t is divided by: near-equal gaps stay near 0
-    reflect: str = "auto"  # auto (text when the policy can write text, else structured) | structured
-    # (reflections as (screen, action) summaries, the teacher a tilt of the snapshot) | text (LM policies)
-    screens: str = "robust"  # structured: screen classes by robust screenshot comparison | exact (SimDroid's
-    # screen_key)
-    tilt: float = 2.0  # structured: the teacher's exp(tilt * g) on an action the guidance scores g in [-1, 1]
+    gap_scale_min: float = setting(0.5, gt=0)  # floor (nats) of the spread z_t is divided by: near-equal gaps
+    # stay near 0
+    reflect: str = setting("auto", choices=REFLECTORS)  # auto (text when the policy can write text, else
+    # structured) | structured (reflections as (screen, action) summaries, the teacher a tilt of the
+    # snapshot) | text (LM policies)
+    screens: str = setting("robust", choices=ANCHORS)  # structured: screen classes by robust screenshot
+    # comparison | exact (SimDroid's screen_key)
+    tilt: float = setting(2.0, ge=0)  # structured: the teacher's exp(tilt * g) on an action the guidance
+    # scores g in [-1, 1]
     credit: bool = True  # log credit localisation (weights' AUC against true fork steps; SimDroid screen_key)
     system_prompt: str = SYSTEM_PROMPT  # text: system turn of reflection and guidance generation
     reflection_prompt: str = REFLECTION_PROMPT  # text: one per trajectory; {goal}, {transcript}, {outcome}
     guidance_prompt: str = GUIDANCE_PROMPT  # text: one per group; {goal}, {successes}, {failures}
-    reflection_tokens: int = 96  # text: longest reflection generated
-    guidance_tokens: int = 128  # text: longest guidance generated
-    transcript_steps: int = 16  # text: the last this many turns of a trajectory go into its reflection prompt
+    reflection_tokens: int = setting(96, ge=1)  # text: longest reflection generated
+    guidance_tokens: int = setting(128, ge=1)  # text: longest guidance generated
+    transcript_steps: int = setting(16, ge=1)  # text: the last this many turns of a trajectory go into its
+    # reflection prompt
 
     def __post_init__(self) -> None:
-        s = "grsd_reflect"
-        if self.modulation not in MODULATIONS:
-            raise ValueError(f"{s}.modulation={self.modulation!r}: expected one of {', '.join(MODULATIONS)}")
-        if self.reflect not in REFLECTORS:
-            raise ValueError(f"{s}.reflect={self.reflect!r}: expected one of {', '.join(REFLECTORS)}")
-        if self.screens not in ANCHORS:
-            raise ValueError(f"{s}.screens={self.screens!r}: expected one of {', '.join(ANCHORS)}")
-        top = 1.0 if self.modulation == "tanh" else math.inf
-        if not (math.isfinite(self.strength) and 0.0 <= self.strength < top):
-            want = ("a value in [0, 1) with modulation=tanh (weights stay > 0)" if top == 1.0
-                    else "a finite value >= 0")
-            raise ValueError(f"{s}.strength={self.strength!r}: expected {want}")
-        if not (math.isfinite(self.max_weight) and self.max_weight >= 1.0):
-            raise ValueError(f"{s}.max_weight={self.max_weight!r}: expected a finite value >= 1")
-        if not (math.isfinite(self.gap_scale_min) and self.gap_scale_min > 0):
-            raise ValueError(f"{s}.gap_scale_min={self.gap_scale_min!r}: expected a finite value > 0")
-        if not (math.isfinite(self.tilt) and self.tilt >= 0):
-            raise ValueError(f"{s}.tilt={self.tilt!r}: expected a finite value >= 0")
-        for key in ("reflection_tokens", "guidance_tokens", "transcript_steps"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{s}.{key}={getattr(self, key)!r}: expected an integer >= 1")
+        super().__post_init__()  # every field's own range (algos.fields)
+        s = self.SECTION
+        if self.modulation == "tanh" and not self.strength < 1.0:
+            raise ValueError(f"{s}.strength={self.strength!r}: expected a value in [0, 1) with "
+                             "modulation=tanh (weights stay > 0)")
         for key, need in (("reflection_prompt", {"transcript", "outcome"}),
                           ("guidance_prompt", {"successes", "failures"})):
             have = placeholders(getattr(self, key))
@@ -345,8 +338,8 @@ class GRSDReflect(GRPO):
     name = "grsd-reflect"
     cfg: GRSDReflectConfig
 
-    def __init__(self, cfg: GRSDReflectConfig):
-        super().__init__(cfg)
+    def __init__(self, cfg: GRSDReflectConfig, context: RunContext | None = None):
+        super().__init__(cfg, context)
         # structured reflections with robust screens compare screenshots (the text reflector reads none)
         self.needs_pixels = cfg.screens == "robust" and cfg.reflect != "text"
         self._policy: Policy | None = None  # the snapshot while an update computes its advantages
@@ -370,9 +363,16 @@ class GRSDReflect(GRPO):
         return fork_frames(self, cfg, envs, policy, self.name)
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
-        self._policy, self._seed = policy, seed  # GRPO.update asks for advantages before its first step
-        try:
+        with self.snapshot(policy, seed):  # GRPO.update asks for advantages before its first step
             return super().update(policy, groups, iteration, seed)
+
+    @contextlib.contextmanager
+    def snapshot(self, policy: Policy, seed: int = 0) -> Iterator[None]:
+        """`policy` (the iteration's start weights, which also acted) as the snapshot that reflects, guides
+        and teaches while `advantages` runs inside this block; `seed` seeds the credit AUC's bootstrap."""
+        self._policy, self._seed = policy, seed
+        try:
+            yield
         finally:
             self._policy = None
 

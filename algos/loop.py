@@ -12,26 +12,57 @@ import abc
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from algos.buffer import Group
+from algos.buffer import Group, TrajectoryBuffer
 from algos.evaluation import evaluate
+from algos.fields import check_fields, setting
 from algos.policies.base import Policy
 from algos.policies.registry import load_policy
+from algos.prompt import PolicyInput
 from algos.rollout import RolloutConfig, collect, has_pixels
-from algos.run import Run, seed_everything
+from algos.run import Run, checkpoint_dir, seed_everything
 from algos.timing import PHASES, collector_paused
 from voyager_gym.suites import TrainGenerator
 
 
 @dataclasses.dataclass
 class LoopConfig:
-    """What every algorithm's config shares. Subclasses add their own fields."""
+    """What every algorithm's config shares. Subclasses add their own fields, each with its default (the one
+    the experiments run: the entry points' defaults are these, and their presets the only overlay) and its
+    allowed range beside it (`algos.fields.setting`); `__post_init__` checks them (`check_fields`: every float
+    finite, every range kept) and names the key as `SECTION.field`."""
 
-    iterations: int = 6  # rollout + update iterations (ignored when the loop is given an env-step budget)
-    instances_per_iter: int = 154  # fresh training task instances per iteration (the suite's tasks in turn)
-    group_size: int = 8  # G: rollouts per instance
-    eval_every: int = 1  # evaluate Pass@1 every this many iterations (and after the last)
+    SECTION: ClassVar[str] = "loop"  # the config section errors name (a subclass: its algorithm's)
+    iterations: int = setting(6, ge=1)  # rollout + update iterations (ignored when the loop is given an
+    # env-step budget)
+    instances_per_iter: int = setting(154, ge=1)  # fresh training task instances per iteration (the suite's
+    # tasks in turn)
+    group_size: int = setting(8, ge=1)  # G: rollouts per instance
+    eval_every: int = setting(1, ge=1)  # evaluate Pass@1 every this many iterations (and after the last)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclasses.dataclass
+class RunContext:
+    """What an algorithm's run hands it besides its config, in one object (`Algorithm.setup`): built by the
+    experiments' recipe (experiments/recipe.py) for train.py, compare.py alike, or by a library caller."""
+
+    replay_env: dict[str, Any] | None = None  # kwargs of a SimDroid env that renders kept frames by replaying
+    # episodes, so that the rollout envs need no screenshots (see RolloutConfig.replay_frames); None: the
+    # envs render their own (or the algorithm needs none)
+    demo_samples: list[tuple[PolicyInput, str]] | None = None  # (input, response) of the expert
+    # demonstrations the base policy was cloned from, for `<algo>.demos` (RFT, GRSD); None: none handed over
+    # (an error when the config asks for them), []: the base was cloned from none (real emulators)
+    rft_pool: TrajectoryBuffer | None = None  # the success pool to start from, for `grsd.rft_pool` (the RFT
+    # start checkpoint's); None: none handed over (an error when the config asks for it)
+
+
+class NonFiniteError(RuntimeError):
+    """A training step left a non-finite loss or non-finite weights: the run stops, keeping its last good
+    checkpoint."""
 
 
 class Algorithm(abc.ABC):
@@ -40,15 +71,32 @@ class Algorithm(abc.ABC):
     name: str = "algo"
     needs_pixels: bool = False  # whether rollouts must carry screenshots (GRSD compares screens)
 
-    def __init__(self, cfg: LoopConfig):
+    def __init__(self, cfg: LoopConfig, context: RunContext | None = None):
         self.cfg = cfg
-        # kwargs of a SimDroid env that renders kept frames by replaying episodes, so that the rollout envs
-        # need no screenshots (set by the caller; see RolloutConfig.replay_frames)
-        self.replay_env: dict[str, Any] | None = None
-        self.envs: Any = None  # the loop's vector env (train_loop binds it), for updates that branch episodes
-        # env steps the budget leaves to this iteration's update (train_loop sets it before each update; None:
-        # no budget): an update that branches episodes stays within it
+        self.context = RunContext()
+        self.envs: Any = None  # the loop's vector env (`bind`), for updates that branch episodes
+        # env steps the budget leaves to this iteration's update (`bind`, before each update; None: no
+        # budget): an update that branches episodes stays within it
         self.env_steps_left: int | None = None
+        if context is not None:
+            self.setup(context)
+
+    def setup(self, context: RunContext) -> None:
+        """Take what the run hands over (`RunContext`): once, before training starts (a resumed run's
+        checkpoint is loaded over it). Subclasses take their parts of it (RFT and GRSD the demonstrations,
+        GRSD the RFT pool) and call this."""
+        self.context = context
+
+    @property
+    def replay_env(self) -> dict[str, Any] | None:
+        """kwargs of the SimDroid env that renders kept frames by replay (`RunContext.replay_env`)."""
+        return self.context.replay_env
+
+    def bind(self, envs: Any, env_steps_left: int | None = None) -> None:
+        """What the loop hands over before each update: its vector env (for updates that branch episodes) and
+        the env steps the budget leaves to the update (None: no budget)."""
+        self.envs = envs
+        self.env_steps_left = env_steps_left
 
     def rollout_config(self, envs: Any, seed: int, progress: bool,
                        policy: Policy | None = None) -> RolloutConfig:
@@ -95,8 +143,42 @@ def fork_frames(algo: Algorithm, cfg: RolloutConfig, envs: Any, policy: Policy |
     mixed = policy is not None and not policy.uses_pixels
     return algo.with_frames(cfg, envs, "mixed" if mixed else "all",
                             f"{who} compares screenshots, but the env gives elements-only observations; "
-                            "make it with render_scale > 0 (observation_mode='full'), or set the algorithm's "
-                            "replay_env to render them by replay (SimDroid)")
+                            "make it with render_scale > 0 (observation_mode='full'), or hand the algorithm "
+                            "a RunContext(replay_env=...) to render them by replay (SimDroid)")
+
+
+def non_finite_weights(policy: Policy) -> int:
+    """How many of the policy's trainable tensors hold a NaN or an infinity (0 for a policy with none, such
+    as a scripted one)."""
+    import torch
+
+    try:
+        params = policy.trainable_parameters()
+    except NotImplementedError:
+        return 0
+    with torch.no_grad():
+        return sum(not bool(torch.isfinite(p).all()) for p in params)
+
+
+def check_finite(algo: Algorithm, policy: Policy, iteration: int, metrics: dict[str, Any], run: Run) -> None:
+    """Stop the run (NonFiniteError) when iteration `iteration`'s update left an infinite loss (a `losses/`
+    metric: NaN there may mean "no such term this update", and a NaN loss that trained leaves NaN weights)
+    or non-finite weights; the iteration is neither logged nor checkpointed, so the last good checkpoint is
+    the run's latest."""
+    import math
+
+    bad_loss = [k for k, v in metrics.items() if k.startswith("losses/") and isinstance(v, float)
+                and math.isinf(v)]
+    bad_weights = non_finite_weights(policy)
+    if not bad_loss and not bad_weights:
+        return
+    what = (f"an infinite loss ({bad_loss[0]}={metrics[bad_loss[0]]})" if bad_loss
+            else f"non-finite weights (NaN or infinity in {bad_weights} of its tensors)")
+    last = checkpoint_dir(run.dir)
+    kept = (f"keeps its last good checkpoint, {last.name}, in {run.dir}" if last
+            else "has no checkpoint to keep")
+    raise NonFiniteError(f"{algo.name}: iteration {iteration}'s update gave {what}; the run stops and {kept} "
+                         f"(see the {type(algo.cfg).SECTION}.* settings: learning rate, coefficients)")
 
 
 def train_loop(
@@ -184,15 +266,16 @@ def train_loop(
             # groups with both a success and a failure: the only ones group-relative methods learn from
             "train/mixed_groups_frac": sum(g.has_both_outcomes for g in groups) / max(1, len(groups)),
         }
-        algo.env_steps_left = max(0, max_env_steps - env_steps) if max_env_steps > 0 else None
+        algo.bind(envs, max(0, max_env_steps - env_steps) if max_env_steps > 0 else None)
         with PHASES("update"):
             metrics.update(algo.update(policy, groups, r, it_seed))
+        check_finite(algo, policy, r, metrics, run)  # before its row and checkpoint: the last good one stays
         env_steps += int(metrics.get("train/update_env_steps", 0))
         ev = log(r, metrics, with_eval=r % cfg.eval_every == 0 or done(r))
         checkpoint(r)
         return ev
 
-    algo.envs = envs
+    algo.bind(envs)
     ev: dict[str, Any] = {}
     if start == 0:
         seed_everything(seed)

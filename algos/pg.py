@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from algos.buffer import Trajectory
+from algos.optim import MasterWeightAdamW, has_half
 from algos.policies.base import Policy, clip_used_grads
 from algos.policies.registry import load_policy
 from algos.prompt import PolicyInput
@@ -113,12 +114,16 @@ def minibatches(n: int, size: int, rng: np.random.Generator) -> Iterator[np.ndar
         yield order[i : i + size]
 
 
-def adam(policy: Policy, lr: float) -> torch.optim.Adam:
+def adam(policy: Policy, lr: float) -> torch.optim.Optimizer:
     """A fresh Adam over the policy's trainable parameters. Each iteration's update starts a new one (as RFT
-    does): checkpoints hold weights only, so a resumed run continues exactly like an uninterrupted one."""
+    does): checkpoints hold weights only, so a resumed run continues exactly like an uninterrupted one. Where
+    some are bf16/fp16 (an HF policy's half-precision weights trained without LoRA), Adam with float32
+    master weights and moments (algos.optim.MasterWeightAdamW): small updates accumulate, not round away."""
     params = [p for p in policy.trainable_parameters() if p.requires_grad]
     if not params:
         raise ValueError(f"{type(policy).__name__} has no parameters that require gradients")
+    if has_half(params):
+        return MasterWeightAdamW(params, lr=lr)
     return torch.optim.Adam(params, lr=lr)
 
 

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import numpy as np
 import torch
 
 from algos.buffer import Group, Step
+from algos.fields import setting
 from algos.loop import Algorithm, LoopConfig
 from algos.pg import (
     adam,
@@ -52,22 +54,26 @@ from algos.policies.base import Policy
 
 @dataclasses.dataclass
 class PPOConfig(LoopConfig):
-    lr: float = 1e-4  # Adam learning rate (a fresh optimizer each iteration)
-    epochs: int = 2  # passes over the iteration's steps
-    minibatch_size: int = 256  # steps per gradient step
-    gamma: float = 1.0  # discount per turn (1: the score counts the same however late it comes)
-    lam: float = 0.95  # GAE lambda
-    clip_low: float = 0.2  # policy ratio clipped below at 1 - clip_low
-    clip_high: float = 0.2  # ... and above at 1 + clip_high
+    SECTION: ClassVar[str] = "ppo"
+    lr: float = setting(1e-4, gt=0)  # Adam learning rate (a fresh optimizer each iteration)
+    epochs: int = setting(2, ge=1)  # passes over the iteration's steps
+    minibatch_size: int = setting(256, ge=1)  # steps per gradient step
+    gamma: float = setting(1.0, ge=0, le=1)  # discount per turn (1: the score counts the same however late it
+    # comes)
+    lam: float = setting(0.95, ge=0, le=1)  # GAE lambda
+    clip_low: float = setting(0.2, ge=0)  # policy ratio clipped below at 1 - clip_low
+    clip_high: float = setting(0.2, ge=0)  # ... and above at 1 + clip_high
     norm_adv: bool = True  # normalise advantages over the iteration's steps (mean 0, std 1)
-    vf_coef: float = 0.5  # weight of the value loss
-    vf_clip: float = 0.2  # value clipping around the old value (0: off)
-    ent_coef: float = 0.0  # entropy bonus weight (0: entropies are not computed)
-    invalid_penalty: float = 0.0  # subtracted from the reward of each invalid step
-    max_grad_norm: float = 1.0  # global grad-norm clip (0: off)
-    critic_warmup: int = 0  # how many first iterations fit only the value head (the policy does not change)
-    warmup_epochs: int = 30  # passes of a warm-up iteration over its steps (cheap: the trunk is frozen)
-    warmup_lr: float = 1e-3  # Adam learning rate of the warm-up
+    vf_coef: float = setting(0.5, ge=0)  # weight of the value loss
+    vf_clip: float = setting(0.2, ge=0)  # value clipping around the old value (0: off)
+    ent_coef: float = setting(0.0, ge=0)  # entropy bonus weight (0: entropies are not computed)
+    invalid_penalty: float = setting(0.0, ge=0)  # subtracted from the reward of each invalid step
+    max_grad_norm: float = setting(1.0, ge=0)  # global grad-norm clip (0: off)
+    critic_warmup: int = setting(0, ge=0)  # how many first iterations fit only the value head (the policy
+    # does not change)
+    warmup_epochs: int = setting(30, ge=1)  # passes of a warm-up iteration over its steps (cheap: the trunk
+    # is frozen)
+    warmup_lr: float = setting(1e-3, gt=0)  # Adam learning rate of the warm-up
 
 
 ADV_ZERO = 1e-6  # |GAE advantage| at or below this counts as no signal (the diagnostics' non-zero steps)

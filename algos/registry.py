@@ -16,7 +16,7 @@ from algos.grpo import GRPO, GRPOConfig
 from algos.grsd import GRSD, GRSDConfig
 from algos.grsd_grpo import GRSDGRPO, GRSDGRPOConfig
 from algos.grsd_reflect import GRSDReflect, GRSDReflectConfig
-from algos.loop import Algorithm, LoopConfig
+from algos.loop import Algorithm, LoopConfig, RunContext
 from algos.ppo import PPO, PPOConfig
 from algos.rft import RFT, RFTConfig
 from algos.vine import Vine, VineConfig
@@ -69,14 +69,15 @@ def algorithm_spec(name: str) -> AlgorithmSpec:
     return _ALGORITHMS[name]
 
 
-def make_algorithm(name: str, cfg: Any = None) -> Algorithm:
-    """Algorithm `name` with `cfg` (an instance of its config class; default: the defaults)."""
+def make_algorithm(name: str, cfg: Any = None, context: RunContext | None = None) -> Algorithm:
+    """Algorithm `name` with `cfg` (an instance of its config class; default: the defaults) and, when given,
+    what its run hands it (`RunContext`; else `Algorithm.setup` takes it later)."""
     spec = algorithm_spec(name)
     if cfg is None:
         cfg = spec.config()
     elif not isinstance(cfg, spec.config):
         raise TypeError(f"algo {name!r} takes a {spec.config.__name__}, got {type(cfg).__name__}")
-    return spec.cls(cfg)
+    return spec.cls(cfg, context)
 
 
 for _cls, _config in ((RFT, RFTConfig), (GRSD, GRSDConfig), (GRPO, GRPOConfig), (PPO, PPOConfig),

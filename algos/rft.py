@@ -13,31 +13,38 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from algos.buffer import Group, TrajectoryBuffer
-from algos.loop import Algorithm, LoopConfig
+from algos.fields import setting
+from algos.loop import Algorithm, LoopConfig, RunContext
 from algos.policies.base import Policy
 from algos.prompt import PolicyInput
 
 
 @dataclasses.dataclass
 class RFTConfig(LoopConfig):
-    iterations: int = 12  # rounds of rollout + fine-tuning (the paper ran 4 with a 4B model; the small
-    # policy still gains ~1.5 points a round at 8: 0.529 at 8, 0.587 at 12 with the experiments' recipe)
-    epochs: int = 2  # passes over the success pool per iteration
-    lr: float = 5e-4  # fine-tuning learning rate (1e-3 forgot more: Pass@1 peaked early, then fell)
+    SECTION: ClassVar[str] = "rft"
+    iterations: int = setting(12, ge=1)  # rounds of rollout + fine-tuning (the paper ran 4 with a 4B model;
+    # the small policy still gains ~1.5 points a round at 8: 0.529 at 8, 0.587 at 12 with the experiments'
+    # recipe)
+    epochs: int = setting(2, ge=1)  # passes over the success pool per iteration
+    lr: float = setting(5e-4, gt=0)  # fine-tuning learning rate (1e-3 forgot more: Pass@1 peaked early, then
+    # fell)
     accumulate: bool = True  # fine-tune on successes from all iterations so far, not only the last
-    per_group: int = 2  # keep only the shortest k successes of each group (0: all of them): fewer detours
-    # in the data and a smaller pool to fine-tune on (the same Pass@1 as keeping all, in half the time)
-    balance: float = 0.0  # > 0: repeat the samples of tasks with few successes, up to this many times, toward
-    # the largest task's share (rare successes on hard tasks otherwise drown among easy tasks' many)
-    max_samples_per_task: int = 0  # cap each task's share of the SFT set (0: no cap); keeps easy tasks from
-    # drowning the rare successes on hard ones, and bounds the time an iteration's fine-tuning takes
-    demos: bool = False  # also fine-tune on the base policy's own expert demonstrations every iteration
-    # (whoever made the base hands them over: `RFT.demo_samples`), so tasks RFT rarely solves are not
-    # forgotten (+17.9 against +16.0 without, 8 iterations from the same base; fewer tasks end below the
-    # base). On in the experiments' recipe; off for an RFT built directly (the paper's RFT)
+    per_group: int = setting(2, ge=0)  # keep only the shortest k successes of each group (0: all of them):
+    # fewer detours in the data and a smaller pool to fine-tune on (the same Pass@1 as keeping all, in half
+    # the time)
+    balance: float = setting(0.0, ge=0)  # > 0: repeat the samples of tasks with few successes, up to this
+    # many times, toward the largest task's share (rare successes on hard tasks otherwise drown among easy
+    # tasks' many)
+    max_samples_per_task: int = setting(0, ge=0)  # cap each task's share of the SFT set (0: no cap); keeps
+    # easy tasks from drowning the rare successes on hard ones, and bounds the time an iteration's
+    # fine-tuning takes
+    demos: bool = True  # also fine-tune on the base policy's own expert demonstrations every iteration
+    # (handed over by whoever made the base: `RunContext.demo_samples`, as the experiments' recipe does), so
+    # tasks RFT rarely solves are not forgotten (+17.9 against +16.0 without, 8 iterations from the same
+    # base; fewer tasks end below the base). False: the paper's RFT, on its own successes only
 
 
 def success_samples(
@@ -76,13 +83,15 @@ class RFT(Algorithm):
     name = "rft"
     cfg: RFTConfig
 
-    def __init__(self, cfg: RFTConfig):
-        super().__init__(cfg)
+    def __init__(self, cfg: RFTConfig, context: RunContext | None = None):
         self.pool = TrajectoryBuffer()
-        # (input, response) of the demonstrations the base was cloned from, fine-tuned on beside the pool when
-        # cfg.demos (set by the caller, which knows how the base was made; None: not handed over yet, [] when
-        # the base was cloned from none, as on real emulators)
-        self.demo_samples: list[tuple[PolicyInput, str]] | None = None
+        super().__init__(cfg, context)
+
+    @property
+    def demo_samples(self) -> list[tuple[PolicyInput, str]] | None:
+        """(input, response) of the demonstrations the base was cloned from, fine-tuned on beside the pool
+        when cfg.demos (`RunContext.demo_samples`: None when none were handed over)."""
+        return self.context.demo_samples
 
     def update(self, policy: Policy, groups: list[Group], iteration: int, seed: int) -> dict[str, float]:
         if not self.cfg.accumulate:
@@ -110,9 +119,9 @@ def handed_demos(name: str, demo_samples: list[tuple[PolicyInput, str]] | None
     """The demonstrations handed to algorithm `name` (`<name>.demos=true`); an error naming the setting when
     none were handed over (None), [] when the base was cloned from none."""
     if demo_samples is None:
-        raise ValueError(f"{name}.demos=true: no demonstrations were handed to {name.upper()} "
-                         f"({name.upper()}.demo_samples is None; the entry point sets the base policy's "
-                         "expert episodes there)")
+        raise ValueError(f"{name}.demos=true: no demonstrations were handed to {name.upper()} (pass "
+                         "RunContext(demo_samples=...) to the algorithm, the base policy's expert episodes, "
+                         f"as experiments/recipe.py does; or set {name}.demos=false)")
     return demo_samples
 
 

@@ -2,6 +2,7 @@
 
 Layout of `out_dir`:
     config.json          the resolved config, written once when the folder is created (the run's identity)
+    made_by              which command made the folder (algos/folders.py), where the entry point says
     .lock                held (flock, exclusive) by the one process that owns the folder
     metrics.jsonl        one JSON row per evaluation / iteration (each row one O_APPEND write, fsynced)
     checkpoints/it_K/    the policy and algorithm state after iteration K, with manifest.json (sha256 of
@@ -13,12 +14,12 @@ A folder guards itself: resuming with a config whose identity (everything but th
 differs from config.json is refused with the differing keys named; a second process on the same folder fails
 at once; metrics rows are only ever appended, except that a resume drops the rows past the restored
 checkpoint (a truncation, never a rewrite); damaged rows are reported; a checkpoint whose files do not match
-their checksums is named and the previous one is used; checkpoint.json can only point inside checkpoints/.
+their checksums, or that has no manifest, is named and the previous one is used; checkpoint.json can only
+point inside checkpoints/; nothing inside the folder may be a symbolic link (algos/folders.py).
 """
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import hashlib
 import json
@@ -27,11 +28,24 @@ import random
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from algos.folders import (  # noqa: F401 - RunFolderError and atomic_write_text are this module's API too
+    RunFolderError,
+    atomic_write_text,
+    check_made_by,
+    inside,
+    lock_file,
+    no_links_below,
+    open_fd,
+    read_bytes,
+    record_made_by,
+    refuse_link,
+    rmtree,
+)
 
 # Keys that say how (or how long) a run goes, not what it computes: resuming may change them. Dotted keys of
 # the flattened config, fnmatch patterns. A longer budget or more iterations continues the same run.
@@ -50,13 +64,14 @@ ADDED_KEYS: dict[str, Any] = {
     "grsd.fork_eval_until": 0,
     # the held-out-task split (2026-12-04): runs before it trained and evaluated on the same tasks
     "split": "instances", "heldout_fraction": 0.25, "split_seed": 0,
+    # the HF policy's settings (2026-12-04), at what the entry points' HF policy did before them
+    "policy.device": "auto", "policy.dtype": "auto", "policy.min_pixels": 0, "policy.max_pixels": 0,
+    "policy.crop_status_bar": False, "policy.gradient_checkpointing": "auto", "policy.max_new_tokens": 64,
+    "policy.sft_batch_size": 8, "policy.lora_r": 0, "policy.lora_alpha": 16.0, "policy.lora_dropout": 0.0,
+    "policy.lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
 }
 MANIFEST = "manifest.json"
 _CKPT_NAME = re.compile(r"it_\d+")
-
-
-class RunFolderError(RuntimeError):
-    """A run folder cannot be used as asked: another identity, another process, a damaged checkpoint."""
 
 
 def seed_everything(seed: int) -> None:
@@ -69,16 +84,6 @@ def seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
     except ImportError:  # pragma: no cover - torch is part of the train extra
         pass
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 # -- identity ----------------------------------------------------------------------------------------------
@@ -113,39 +118,42 @@ def identity_diff(stored: dict[str, Any], new: dict[str, Any],
 
 
 # -- locking -----------------------------------------------------------------------------------------------
-def lock_folder(folder: Path) -> Any:
-    """An exclusive flock on folder/.lock, held while the returned file stays open. Another process holding
-    it is a RunFolderError at once (no waiting: two writers would interleave their rows)."""
+def lock_folder(folder: Path, wait: bool = False, busy: str = "") -> Any:
+    """An exclusive flock on folder/.lock (never through a link), held while the returned file stays open.
+    Another process holding it is a RunFolderError at once (two writers would interleave their rows), or with
+    `wait` a wait for it (`busy`: what the error or the wait says)."""
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    f = open(folder / ".lock", "a+")  # noqa: SIM115 - held open for the owner's lifetime
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.close()
-        raise RunFolderError(f"{folder} is in use by another process (its .lock is held); wait for it to "
-                             "finish or choose another out_dir") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
+    busy = busy or (f"{folder} is in use by another process (its .lock is held); wait for it to finish or "
+                    "choose another out_dir")
+    return lock_file(inside(folder, ".lock"), busy, wait)
 
 
 # -- metrics -----------------------------------------------------------------------------------------------
+def _counter(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def good_row(row: Any) -> bool:
+    """A metrics row: a JSON object whose `iteration` and `env_steps`, where present, are integers >= 0."""
+    return isinstance(row, dict) and all(_counter(row[k]) for k in ("iteration", "env_steps") if k in row)
+
+
 def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
     """The good rows of a metrics.jsonl, and the damaged ones as (line number, byte offset, text): lines cut
-    by a kill, empty lines and anything that is not a JSON object."""
+    by a kill, empty lines, anything that is not a JSON object, and rows whose iteration or env_steps is not
+    a count (`good_row`). A link at `path` is a RunFolderError."""
     rows: list[dict[str, Any]] = []
     damaged: list[tuple[int, int, str]] = []
-    if not path.exists():
+    if not os.path.lexists(path):
         return rows, damaged
     offset = 0
-    for n, raw in enumerate(path.read_bytes().splitlines(keepends=True), 1):
+    for n, raw in enumerate(read_bytes(path).splitlines(keepends=True), 1):
         try:
             row = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             row = None
-        if isinstance(row, dict):
+        if good_row(row):
             rows.append(row)
         else:
             damaged.append((n, offset, raw.decode(errors="replace").rstrip("\n")))
@@ -156,8 +164,12 @@ def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int, st
 def report_damaged(path: Path, damaged: list[tuple[int, int, str]], what: str = "skipped") -> None:
     for n, _, text in damaged:
         shown = repr(text[:80]) + ("..." if len(text) > 80 else "")
-        print(f"{path}: line {n} is not a metrics row ({'empty' if not text.strip() else 'cut or garbled'}; "
-              f"{what}): {shown}", file=sys.stderr)
+        try:
+            why = "its iteration or env_steps is not a count" if isinstance(json.loads(text), dict) \
+                else "not a JSON object"
+        except ValueError:
+            why = "empty" if not text.strip() else "cut or garbled"
+        print(f"{path}: line {n} is not a metrics row ({why}; {what}): {shown}", file=sys.stderr)
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -170,39 +182,53 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 # -- checkpoints -------------------------------------------------------------------------------------------
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with os.fdopen(open_fd(path, os.O_RDONLY), "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
 
 
+def _files(folder: Path) -> list[Path]:
+    """Every file under `folder` but its manifest, sorted; a link anywhere under it is a RunFolderError."""
+    no_links_below(folder)
+    return [p for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST]
+
+
 def write_manifest(folder: Path) -> None:
     """manifest.json: sha256 and size of every file under `folder` (policy, state, buffers, forks)."""
     files = {p.relative_to(folder).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
-             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
-    atomic_write_text(folder / MANIFEST, json.dumps(files, indent=1, sort_keys=True))
+             for p in _files(folder)}
+    atomic_write_text(inside(folder, MANIFEST), json.dumps(files, indent=1, sort_keys=True))
 
 
-def verify_manifest(folder: Path) -> None:
+def verify_manifest(folder: Path, what: str = "the checkpoint") -> None:
     """Raise RunFolderError naming the first file of `folder` that is missing, added or differs from its
-    manifest. A checkpoint written before manifests existed (no manifest.json) is accepted as it is."""
-    mf = folder / MANIFEST
-    if not mf.exists():
-        return
+    manifest, or a link under it. A folder without manifest.json is refused: its files cannot be checked
+    (every checkpoint written since checksums came in, 2026-11-30, has one; there is no older format that
+    could be verified otherwise)."""
+    mf = inside(folder, MANIFEST)
+    if not os.path.lexists(mf):
+        raise RunFolderError(f"{mf} is missing, so the files of {folder} cannot be checked (its manifest was "
+                             f"deleted, or {what} was written before checksums existed)")
     try:
-        files = json.loads(mf.read_text())
+        files = json.loads(read_bytes(mf))
+        ok = isinstance(files, dict) and all(isinstance(m, dict) and {"sha256", "bytes"} <= set(m)
+                                             for m in files.values())
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RunFolderError(f"{mf} is damaged (not JSON)") from None
+        ok = False
+    if not ok:
+        raise RunFolderError(f"{mf} is damaged (not a manifest: expected {{file: {{sha256, bytes}}}})")
+    present = {p.relative_to(folder).as_posix(): p for p in _files(folder)}
     for rel, meta in sorted(files.items()):
-        p = folder / rel
-        if not p.is_file():
+        p = inside(folder, rel)
+        if rel not in present:
             raise RunFolderError(f"{p} is missing (listed in {mf})")
         if p.stat().st_size != meta["bytes"] or _sha256(p) != meta["sha256"]:
             raise RunFolderError(f"{p} is damaged: its sha256 differs from {mf}")
-    extra = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST
-             and p.relative_to(folder).as_posix() not in files]
+    extra = [p for rel, p in present.items() if rel not in files]
     if extra:
-        raise RunFolderError(f"{extra[0]} was added after the checkpoint was written (not in {mf})")
+        raise RunFolderError(f"{extra[0]} was added after {what} was written (not in {mf})")
 
 
 def checkpoint_dir(run_dir: str | Path, name: str | None = None) -> Path | None:
@@ -210,19 +236,22 @@ def checkpoint_dir(run_dir: str | Path, name: str | None = None) -> Path | None:
     or None when the run has none. A name that is not `it_<K>` or leads outside is a RunFolderError."""
     run_dir = Path(run_dir)
     if name is None:
-        ptr = run_dir / "checkpoint.json"
-        if not ptr.exists():
+        ptr = inside(run_dir, "checkpoint.json")
+        if not os.path.lexists(ptr):
             return None
         try:
-            name = json.loads(ptr.read_text())["path"]
+            name = json.loads(read_bytes(ptr))["path"]
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
             raise RunFolderError(f"{ptr} is damaged: expected {{'iteration': K, 'path': 'it_K'}}") from None
-    root = (run_dir / "checkpoints").resolve()
-    path = (root / str(name)).resolve()
-    if not isinstance(name, str) or not _CKPT_NAME.fullmatch(name) or path.parent != root:
+    if not isinstance(name, str) or not _CKPT_NAME.fullmatch(name):
         raise RunFolderError(f"{run_dir / 'checkpoint.json'}: path {name!r} is not a checkpoint of this run "
                              f"(expected it_<K> inside {run_dir / 'checkpoints'})")
-    return path
+    try:
+        path = inside(run_dir, "checkpoints", name)
+    except RunFolderError as e:
+        raise RunFolderError(f"{run_dir / 'checkpoint.json'}: path {name!r} is not a checkpoint of this run "
+                             f"({e})") from None
+    return path.resolve()
 
 
 class Run:
@@ -239,28 +268,36 @@ class Run:
         group: str | None = None,
         name: str | None = None,
         neutral: tuple[str, ...] = RESUME_NEUTRAL,
+        made_by: str | None = None,
+        wait: bool = False,
+        busy: str = "",
     ):
         self.dir = Path(out_dir)
-        self._lock = lock_folder(self.dir)
+        if made_by is not None:  # the entry point's own folder: refuse another command's
+            check_made_by(self.dir, made_by, _ENTRY_POINTS.get(made_by, made_by))
+        self._lock = lock_folder(self.dir, wait=wait, busy=busy)
         try:
+            if made_by is not None:
+                record_made_by(self.dir, made_by)
             self._check_identity(config, neutral)
+            self.metrics_path = inside(self.dir, "metrics.jsonl")
+            refuse_link(inside(self.dir, "wandb"), self.dir)
         except BaseException:
             self._lock.close()
             raise
         self.config = config
-        self.metrics_path = self.dir / "metrics.jsonl"
         self._wandb = None
         if wandb_mode != "disabled":
             self._wandb = self._start_wandb(wandb_mode, project, group, name)
 
     def _check_identity(self, config: dict[str, Any], neutral: tuple[str, ...]) -> None:
         """Write config.json for a new run; for an existing one, refuse a config of another identity."""
-        path = self.dir / "config.json"
-        if not path.exists():
+        path = inside(self.dir, "config.json")
+        if not os.path.lexists(path):
             atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True, default=str))
             return
         try:
-            stored = json.loads(path.read_text())
+            stored = json.loads(read_bytes(path))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise RunFolderError(f"{path} is damaged (not JSON); move the folder away to start afresh") \
                 from None
@@ -277,8 +314,8 @@ class Run:
         except ImportError:
             return None
         os.environ.setdefault("WANDB_SILENT", "true")
-        id_file = self.dir / "wandb_id"
-        run_id = id_file.read_text().strip() if id_file.exists() else None
+        id_file = inside(self.dir, "wandb_id")
+        run_id = read_bytes(id_file).decode().strip() if os.path.lexists(id_file) else None
         run = wandb.init(
             project=project,
             dir=str(self.dir),
@@ -301,14 +338,11 @@ class Run:
         """Append one row with a single O_APPEND write (fsynced). A row cut by an earlier kill is first ended
         with a newline, so it stays one damaged line and never swallows this one."""
         data = (json.dumps(row, default=_jsonable) + "\n").encode()
-        fd = os.open(self.metrics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_fd(self.metrics_path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
-            if size:
-                with open(self.metrics_path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        data = b"\n" + data
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
             os.write(fd, data)
             os.fsync(fd)
         finally:
@@ -330,7 +364,7 @@ class Run:
         if not rows and not damaged:
             return
         lines: list[tuple[int, bool]] = []  # (offset, droppable) per line, in file order
-        raw = self.metrics_path.read_bytes().splitlines(keepends=True)
+        raw = read_bytes(self.metrics_path).splitlines(keepends=True)
         bad = {n: off for n, off, _ in damaged}
         good = iter(rows)
         offset = 0
@@ -347,9 +381,9 @@ class Run:
         dropped_damaged = [d for d in damaged if d[1] >= cut_at]
         report_damaged(self.metrics_path, [d for d in damaged if d[1] < cut_at], "kept in place")
         report_damaged(self.metrics_path, dropped_damaged, "dropped with the rows past the checkpoint")
-        os.truncate(self.metrics_path, cut_at)
-        fd = os.open(self.metrics_path, os.O_RDONLY)
+        fd = open_fd(self.metrics_path, os.O_WRONLY)
         try:
+            os.ftruncate(fd, cut_at)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -361,10 +395,11 @@ class Run:
         """Save policy + JSON state (+ extra objects with a `.save(path)`) for `iteration` with a manifest of
         checksums, then point checkpoint.json at it. A kill at any moment leaves the previous checkpoint
         usable; the last two are kept."""
-        final = self.dir / "checkpoints" / f"it_{iteration}"
-        tmp = self.dir / "checkpoints" / f".it_{iteration}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        ckpts = inside(self.dir, "checkpoints")
+        final = inside(ckpts, f"it_{iteration}")
+        tmp = inside(ckpts, f".it_{iteration}.tmp")
+        if os.path.lexists(tmp):
+            rmtree(tmp, self.dir)
         tmp.mkdir(parents=True)
         policy.save(tmp / "policy")
         for name, obj in (extra or {}).items():
@@ -373,14 +408,14 @@ class Run:
             tmp / "state.json", json.dumps({"iteration": iteration, **state}, default=_jsonable)
         )
         write_manifest(tmp)
-        if final.exists():
-            shutil.rmtree(final)
+        if os.path.lexists(final):
+            rmtree(final, self.dir)
         os.replace(tmp, final)
         atomic_write_text(
-            self.dir / "checkpoint.json", json.dumps({"iteration": iteration, "path": final.name})
+            inside(self.dir, "checkpoint.json"), json.dumps({"iteration": iteration, "path": final.name})
         )
-        for old in (self.dir / "checkpoints").glob("it_*"):  # keep the last two
-            if old.name not in (final.name, f"it_{iteration - 1}"):
+        for old in ckpts.glob("it_*"):  # keep the last two (a link there is left alone, never followed)
+            if old.name not in (final.name, f"it_{iteration - 1}") and not old.is_symlink():
                 shutil.rmtree(old, ignore_errors=True)
         return final
 
@@ -390,7 +425,7 @@ class Run:
         path = checkpoint_dir(self.dir)
         if path is None:
             return None
-        older = [p for p in (self.dir / "checkpoints").glob("it_*")
+        older = [p for p in inside(self.dir, "checkpoints").resolve().glob("it_*")
                  if _CKPT_NAME.fullmatch(p.name) and int(p.name[3:]) <= int(path.name[3:])]
         candidates = sorted(older, key=lambda p: int(p.name[3:]), reverse=True)
         if path not in candidates:
@@ -398,12 +433,13 @@ class Run:
         errors = []
         for p in candidates:
             try:
+                refuse_link(p, self.dir)
                 verify_manifest(p)
-                return p, json.loads((p / "state.json").read_text())
+                return p, json.loads(read_bytes(p / "state.json"))
             except (RunFolderError, FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError) as e:
                 errors.append(str(e))
                 print(f"checkpoint {p.name} cannot be used: {e}", file=sys.stderr)
-                if p.exists():
+                if p.exists() and not p.is_symlink():
                     os.replace(p, p.with_name(f"damaged-{p.name}"))
         raise RunFolderError(f"{self.dir}: no usable checkpoint ({'; '.join(errors)}); move the folder away "
                              "to start afresh")
@@ -420,6 +456,10 @@ class Run:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+_ENTRY_POINTS = {"train": "train.py", "compare": "compare.py", "cache": "the cache of base policies and RFT "
+                                                                    "start checkpoints"}
 
 
 def _jsonable(x: Any) -> Any:

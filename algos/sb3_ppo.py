@@ -31,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -43,6 +43,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from algos.buffer import Trajectory
 from algos.evaluation import pass_at_1
+from algos.fields import check_fields, setting
 from algos.run import Run, pin_cpu_numerics
 from voyager_gym import actions as A
 from voyager_gym.env import VoyagerEnv
@@ -75,27 +76,34 @@ LOSS_KEYS = {
 
 @dataclasses.dataclass
 class SB3PPOConfig:
-    n_envs: int = 8  # training envs stepped together
-    vec_env: str = "dummy"  # "dummy" (one process) or "subproc" (one process per env)
-    n_steps: int = 128  # steps per env per rollout; a rollout is n_envs * n_steps env steps
-    batch_size: int = 256  # PPO minibatch size
-    n_epochs: int = 4  # passes over each rollout
-    lr: float = 3e-4  # Adam learning rate
-    gamma: float = 0.95  # discount: episodes are at most 10-20 steps and pay only at the end
-    gae_lambda: float = 0.95  # GAE lambda
-    clip_range: float = 0.2  # PPO ratio clip
-    ent_coef: float = 0.01  # entropy bonus: keeps exploring the sparse rewards
-    vf_coef: float = 0.5  # value loss weight
+    SECTION: ClassVar[str] = "sb3_ppo"  # the key prefix its errors name
+    n_envs: int = setting(8, ge=1)  # training envs stepped together
+    vec_env: str = setting("dummy", choices=("dummy", "subproc"))  # "dummy" (one process) or "subproc" (one
+    # process per env)
+    n_steps: int = setting(128, ge=1)  # steps per env per rollout; a rollout is n_envs * n_steps env steps
+    batch_size: int = setting(256, ge=1)  # PPO minibatch size
+    n_epochs: int = setting(4, ge=1)  # passes over each rollout
+    lr: float = setting(3e-4, gt=0)  # Adam learning rate
+    gamma: float = setting(0.95, ge=0, le=1)  # discount: episodes are at most 10-20 steps and pay only at the
+    # end
+    gae_lambda: float = setting(0.95, ge=0, le=1)  # GAE lambda
+    clip_range: float = setting(0.2, gt=0)  # PPO ratio clip
+    ent_coef: float = setting(0.01, ge=0)  # entropy bonus: keeps exploring the sparse rewards
+    vf_coef: float = setting(0.5, ge=0)  # value loss weight
     net_arch: tuple[int, ...] = (256, 256)  # hidden layers of the policy and of the value MLP
-    eval_every: int = 8192  # env steps between evaluations (rounded up to whole rollouts)
-    noise: str = "default"  # SimDroid screen noise: default | none | heavy
-    max_elements: int = 64  # wrapper element slots
+    eval_every: int = setting(8192, ge=1)  # env steps between evaluations (rounded up to whole rollouts)
+    noise: str = setting("default", choices=("default", "none", "heavy"))  # SimDroid screen noise: default |
+    # none | heavy
+    max_elements: int = setting(64, ge=1)  # wrapper element slots
     screen: tuple[int, int] | None = None  # (height, width) screenshot for a CNN; None: elements only
-    render_scale: float = 0.1  # SimDroid render scale when a screenshot is observed
-    eval_batch: int = 32  # eval episodes stepped together
-    torch_threads: int = 1  # torch CPU threads
+    render_scale: float = setting(0.1, gt=0, le=1)  # SimDroid render scale when a screenshot is observed
+    eval_batch: int = setting(32, ge=1)  # eval episodes stepped together
+    torch_threads: int = setting(1, ge=1)  # torch CPU threads
     action_types: tuple[str, ...] = SIMPLE_ACTION_TYPES  # the wrapper's action types; pass
     # wrappers.DEFAULT_ACTION_TYPES for tasks that type, scroll or answer
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def make_env(cfg: SB3PPOConfig, tasks: list[str] | None = None, exclude_n: int = 16) -> gym.Env:

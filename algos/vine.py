@@ -31,13 +31,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from algos.branch import Branch, BranchResult, play, taken
 from algos.buffer import Group, Trajectory
+from algos.fields import setting
 from algos.loop import Algorithm, LoopConfig
 from algos.pg import (
     adam,
@@ -58,26 +59,22 @@ ADV_ZERO = 1e-6  # |advantage| at or below this counts as no signal (the diagnos
 
 @dataclasses.dataclass
 class VineConfig(LoopConfig):
-    k: int = 2  # Monte Carlo rollouts of the current policy from each estimated state (VinePPO used 9 on
-    # reasoning chains; 2 keeps the branch steps within a few times the rollout's on 2 CPU cores)
-    max_states: int = 4  # states estimated per trajectory, its first ones after the start (0: all)
+    SECTION: ClassVar[str] = "vine"
+    k: int = setting(2, ge=1)  # Monte Carlo rollouts of the current policy from each estimated state (VinePPO
+    # used 9 on reasoning chains; 2 keeps the branch steps within a few times the rollout's on 2 CPU cores)
+    max_states: int = setting(4, ge=0)  # states estimated per trajectory, its first ones after the start (0:
+    # all)
     group_baseline: bool = True  # V(s_0) from the group's other rollouts (free); false: K branches from it
-    gamma: float = 1.0  # discount per turn (VinePPO: 1)
-    lr: float = 1e-4  # Adam learning rate (a fresh optimizer each iteration)
-    epochs: int = 2  # passes over the iteration's steps
-    minibatch_size: int = 256  # steps per gradient step
-    clip_low: float = 0.2  # policy ratio clipped below at 1 - clip_low
-    clip_high: float = 0.2  # ... and above at 1 + clip_high
+    gamma: float = setting(1.0, ge=0, le=1)  # discount per turn (VinePPO: 1)
+    lr: float = setting(1e-4, gt=0)  # Adam learning rate (a fresh optimizer each iteration)
+    epochs: int = setting(2, ge=1)  # passes over the iteration's steps
+    minibatch_size: int = setting(256, ge=1)  # steps per gradient step
+    clip_low: float = setting(0.2, ge=0)  # policy ratio clipped below at 1 - clip_low
+    clip_high: float = setting(0.2, ge=0)  # ... and above at 1 + clip_high
     norm_adv: bool = False  # normalise advantages over the iteration's steps (mean 0, std 1), as ppo does
     # (off: most MC advantages are exactly 0, and whitening scaled the few others ~10x; on a 6- and a 12-task
     # suite its greedy Pass@1 then fell in 2 runs of 3 where the raw advantages held it)
-    max_grad_norm: float = 1.0  # global grad-norm clip (0: off)
-
-    def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ValueError(f"vine.k={self.k!r}: expected an integer >= 1")
-        if self.max_states < 0:
-            raise ValueError(f"vine.max_states={self.max_states!r}: expected an integer >= 0 (0: all)")
+    max_grad_norm: float = setting(1.0, ge=0)  # global grad-norm clip (0: off)
 
 
 def vine_advantages(rewards: list[float], values: list[float | None],

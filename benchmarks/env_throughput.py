@@ -71,9 +71,9 @@ def main() -> None:
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--noise", default="default")
     args = ap.parse_args()
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    tasks = args.tasks.split(",") if args.tasks else sorted(TASKS)
+    tasks = args.tasks.split(",") if args.tasks else list(catalogue.names())
     # Reference measured in the same run: the cost of writing one full frame (a copy of a real-looking frame
     # into a reused buffer, as the renderer's pool does), the floor of any new pixel observation. Not zeros:
     # a calloc'd source reads one shared zero page and copies several times faster than any real frame.

@@ -26,7 +26,7 @@ import numpy as np
 from algos.buffer import Group, Step, Trajectory
 from algos.forks import ForkConfig, action_key, group_forks
 from voyager_gym.actions import Action, parse_action
-from voyager_gym.backends.sim.noise import NoiseConfig
+from voyager_gym.backends.sim import NoiseConfig
 
 TASKS = ["SimpleCalendarAddOneEvent", "VlcCreatePlaylist", "ExpenseAddSingle", "MarkorCreateNote",
          "ContactsAddContact", "SimpleSmsSend", "FilesMoveFile", "SystemBluetoothTurnOn"]

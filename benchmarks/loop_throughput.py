@@ -79,6 +79,12 @@ def make_algo(name: str, instances: int, group_size: int, branch_k: int = 4) -> 
                 "grsd": (GRSD, GRSDConfig), "grsd-verify": (GRSD, GRSDConfig),
                 "gigpo": (GiGPO, GiGPOConfig)}[name]
     extra = {"verify": True, "branch_k": branch_k} if name == "grsd-verify" else {}
+    # the loop alone, as measured before the experiments' recipe became the classes' defaults: no base
+    # demonstrations, no RFT pool handed over, no fork-level measurement
+    if name == "rft":
+        extra["demos"] = False
+    if name.startswith("grsd"):
+        extra.update(demos=False, rft_pool=False, max_rft_samples=0, fork_eval=False)
     return cls(cfg(iterations=1, instances_per_iter=instances, group_size=group_size, **extra))
 
 
@@ -86,7 +92,7 @@ def _timed_rendering() -> None:
     """Charge SimDroid's screenshot rendering (render, noise, blend) to a `render` phase when envs step in
     this process (worker processes are not seen)."""
     from algos.timing import PHASES
-    from voyager_gym.backends.sim import backend as sim
+    from voyager_gym.backends.sim import wrap_rendering
 
     def timed(fn: Any) -> Any:
         def wrapper(*a: Any, **kw: Any) -> Any:
@@ -94,14 +100,13 @@ def _timed_rendering() -> None:
                 return fn(*a, **kw)
         return wrapper
 
-    sim.apply_noise, sim.blend = timed(sim.apply_noise), timed(sim.blend)
-    sim.Renderer.render = timed(sim.Renderer.render)
+    wrap_rendering(timed)
 
 
 def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Namespace,
                   pixel_scale: float) -> dict[str, Any]:
     """Iteration 0 (the start's evaluation) untimed, then iteration 1 timed by phase; its trajectories."""
-    from algos.loop import train_loop
+    from algos.loop import RunContext, train_loop
     from algos.rollout import collect
     from algos.run import Run
     from algos.timing import PHASES
@@ -116,7 +121,7 @@ def one_iteration(name: str, policy: Any, tasks: list[str], args: argparse.Names
     envs = make_vec(args.num_envs, args.vector, **kw)
     algo = make_algo(name, args.instances, args.group_size, args.branch_k)
     if pixel_scale and not live:  # as experiments/ run it: mixed groups' frames rendered by replay
-        algo.replay_env = {"observation_mode": "full", "render_scale": pixel_scale}
+        algo.setup(RunContext(replay_env={"observation_mode": "full", "render_scale": pixel_scale}))
     kept: list[Any] = []
     import algos.loop as loop
 
@@ -210,9 +215,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    tasks = sorted(TASKS)[: args.tasks or None]
+    tasks = list(catalogue.names())[: args.tasks or None]
     algos = args.algos.split(",")
     if args.vector == "pipelined" and args.workers == 0 or args.vector == "sync":
         _timed_rendering()

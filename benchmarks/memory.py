@@ -16,8 +16,8 @@ import argparse
 import json
 import time
 
+from voyager_gym import catalogue
 from voyager_gym.actions import MAX_TEXT_CHARS
-from voyager_gym.backends.sim.tasks import TASKS
 from voyager_gym.env import VoyagerEnv
 
 
@@ -36,7 +36,7 @@ def cache_mb(env: VoyagerEnv) -> str:
 
 def expert_steps(env: VoyagerEnv, steps: int, every: int) -> list[tuple[int, float]]:
     """(steps done, RSS MB) every `every` steps of expert episodes over all tasks in turn."""
-    names = sorted(TASKS)
+    names = catalogue.names()
     points: list[tuple[int, float]] = []
     done, episode = 0, 0
     while done < steps:

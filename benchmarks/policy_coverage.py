@@ -29,12 +29,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     from algos.policies.coverage import task_coverage
     from algos.policies.registry import make_policy
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
     from voyager_gym.env import app_names
 
     policy = make_policy(args.policy, app_names=app_names("simdroid"),
                          **({"memory": args.memory} if args.memory else {}))
-    tasks = [t for t in args.tasks.split(",") if t] or sorted(TASKS)
+    tasks = [t for t in args.tasks.split(",") if t] or list(catalogue.names())
     t0 = time.perf_counter()
     rows = [task_coverage(policy, t, seeds=args.seeds) for t in tasks]
     width = max(len(t) for t in tasks)

@@ -44,13 +44,13 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from algos.policies.registry import load_policy
     from algos.prompt import PolicyInput, SeenElements
+    from voyager_gym import catalogue
     from voyager_gym.actions import try_parse_action
-    from voyager_gym.backends.sim.tasks import TASKS
     from voyager_gym.env import VoyagerEnv
     from voyager_gym.suites import eval_suite
 
     policy = load_policy(args.policy, kind="small")
-    tasks = args.tasks.split(",") if args.tasks else sorted(TASKS)
+    tasks = args.tasks.split(",") if args.tasks else list(catalogue.names())
     env = VoyagerEnv(observation_mode="elements", noise="default")
     episodes: dict[str, list[tuple[float, tuple | None]]] = collections.defaultdict(list)
     for k, inst in enumerate(eval_suite(tasks, n_per_task=args.n)):
@@ -82,7 +82,7 @@ def main() -> None:
         failed = [f for s, f in eps if s < 1.0]
         if not failed:
             continue
-        print(f"{name} (complexity {TASKS[name].complexity:g}): Pass@1 {per_task[name]:.2f}")
+        print(f"{name} (complexity {catalogue.task(name).complexity:g}): Pass@1 {per_task[name]:.2f}")
         for f in failed:
             if f is None:
                 classes["failed on the expert's own actions"] += 1

@@ -72,9 +72,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--configs", default=",".join(CONFIGS), help=f"some of {', '.join(CONFIGS)}")
     args = ap.parse_args()
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    tasks = args.tasks.split(",") if args.tasks else sorted(TASKS)
+    tasks = args.tasks.split(",") if args.tasks else list(catalogue.names())
     configs = args.configs.split(",")
     bad = [c for c in configs if c not in CONFIGS]
     if bad:

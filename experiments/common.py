@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from algos.policies.registry import load_policy, make_policy
 from algos.policies.simple import ExpertPolicy
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect, has_pixels
-from algos.run import ADDED_KEYS, seed_everything
+from algos.run import ADDED_KEYS, RunFolderError, seed_everything
 from algos.timing import collector_paused
 from voyager_gym.backends.base import unknown_task_error
 from voyager_gym.env import app_names, task_names
@@ -57,7 +57,9 @@ def policy_reads_pixels(cfg: Any) -> bool:
     p = cfg.policy
     if p.name != "hf":
         return False
-    if p.hf_model in ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl") and not p.path:
+    from algos.policies.tiny import TINY_MODELS
+
+    if p.hf_model in TINY_MODELS and not p.path:
         return p.hf_model != "tiny-lm"
     from transformers import AutoConfig
 
@@ -74,13 +76,6 @@ def frame_replay(cfg: Any, pixels: bool) -> dict[str, Any] | None:
             or policy_reads_pixels(cfg)):
         return None
     return {"observation_mode": "full", "noise": e.noise, "render_scale": e.scale(True)}
-
-
-def make_algorithm_envs(cfg: Any, algo: Any) -> Any:
-    """The run's vector env for `algo`; where its screenshots can be rendered by replay (`frame_replay`),
-    the envs render none and `algo.replay_env` is set instead."""
-    algo.replay_env = frame_replay(cfg, algo.needs_pixels)
-    return make_envs(cfg, pixels=algo.needs_pixels and algo.replay_env is None)
 
 
 def make_envs(cfg: Any, pixels: bool = False) -> Any:
@@ -126,6 +121,43 @@ def suite_backend(cfg: Any) -> Any:
     return ANDROIDWORLD if source == "androidworld" else None
 
 
+# policy.* settings a cached HF base is trained and saved with (policy.device says where it runs, not what)
+HF_KEYS = ("dtype", "min_pixels", "max_pixels", "crop_status_bar", "gradient_checkpointing", "max_new_tokens",
+           "sft_batch_size", "lora_r", "lora_alpha", "lora_dropout", "lora_targets")
+
+
+def hf_settings(p: Any) -> dict[str, Any]:
+    """HFPolicy's keyword arguments from `policy.*`: device (auto: cuda when torch sees a GPU), dtype (auto:
+    None, HFPolicy's default), pixel budget (0: None, the processor's own), status-bar crop, gradient
+    checkpointing (auto: None), response length, fit_sft's batch and LoRA."""
+    import torch
+
+    device = p.device if p.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    return {"device": device, "dtype": None if p.dtype == "auto" else p.dtype,
+            "min_pixels": p.min_pixels or None, "max_pixels": p.max_pixels or None,
+            "crop_status_bar": p.crop_status_bar,
+            "gradient_checkpointing": {"auto": None, "on": True, "off": False}[p.gradient_checkpointing],
+            "max_new_tokens": p.max_new_tokens, "sft_batch_size": p.sft_batch_size, "lora_r": p.lora_r,
+            "lora_alpha": p.lora_alpha, "lora_dropout": p.lora_dropout, "lora_targets": list(p.lora_targets)}
+
+
+def hf_key(p: Any) -> dict[str, Any]:
+    """The HF_KEYS settings of policy=hf that differ from their defaults (cache keys made without them stay
+    as they were)."""
+    if p.name != "hf":
+        return {}
+    default = type(p)()
+    return {k: getattr(p, k) for k in HF_KEYS if getattr(p, k) != getattr(default, k)}
+
+
+def load_overrides(cfg: Any) -> dict[str, Any]:
+    """What `load_policy` overrides in a saved policy: policy=hf's device when policy.device is set (auto:
+    the saved policy's own)."""
+    if cfg.policy.name == "hf" and cfg.policy.device != "auto":
+        return {"device": cfg.policy.device}
+    return {}
+
+
 def new_policy(cfg: Any, envs: Any) -> Policy:
     """A fresh trainable policy as `policy.*` configures it (small, or hf from `policy.hf_model`), for the
     action vocabulary of `envs` (their `metadata["app_names"]`)."""
@@ -135,12 +167,18 @@ def new_policy(cfg: Any, envs: Any) -> Policy:
                            memory_mode=p.memory_mode, layers=p.layers, d_model=p.d_model)
     if p.name == "hf":
         from algos.policies import tiny
-        from algos.policies.hf import HFPolicy
+        from algos.policies.hf import HFPolicy, torch_dtype
 
-        if p.hf_model in tiny.TINY_MODELS:
-            model, proc = tiny.build_named(p.hf_model, seed=cfg.seed)
-            return HFPolicy(model=model, processor=proc, seed=cfg.seed)
-        return HFPolicy.from_pretrained(p.hf_model)
+        kwargs = hf_settings(p)
+        try:
+            if p.hf_model in tiny.TINY_MODELS:
+                model, proc = tiny.build_named(p.hf_model, seed=cfg.seed)
+                if kwargs["dtype"] is not None:  # built in memory: cast here (from_pretrained loads in it)
+                    model = model.to(torch_dtype(kwargs["dtype"]))
+                return HFPolicy(model=model, processor=proc, seed=cfg.seed, **kwargs)
+            return HFPolicy.from_pretrained(p.hf_model, seed=cfg.seed, **kwargs)
+        except (ValueError, ImportError) as e:
+            raise SystemExit(f"policy.hf_model={p.hf_model!r}: {e}") from None
     raise SystemExit(f"policy={p.name!r} cannot be trained; expected small or hf")
 
 
@@ -164,7 +202,7 @@ def saved_policy_dir(path: str | Path) -> Path:
 def load_saved_policy(cfg: Any) -> Policy:
     """The policy saved at `policy.path` (a policy or run folder), of kind `policy.name`."""
     try:
-        return load_policy(saved_policy_dir(cfg.policy.path), kind=cfg.policy.name)
+        return load_policy(saved_policy_dir(cfg.policy.path), kind=cfg.policy.name, **load_overrides(cfg))
     except ValueError as e:
         raise SystemExit(f"policy.path={cfg.policy.path!r}: {e}") from None
 
@@ -205,6 +243,7 @@ def base_key(cfg: Any, tasks: list[str]) -> str:
         **({"layers": cfg.policy.layers} if cfg.policy.layers != ADDED_KEYS["policy.layers"] else {}),
         **({"d_model": cfg.policy.d_model} if cfg.policy.d_model != ADDED_KEYS["policy.d_model"] else {}),
         "hf_model": cfg.policy.hf_model,
+        **({"hf": hf_key(cfg.policy)} if hf_key(cfg.policy) else {}),  # (keys without them stay as they were)
         "base": vars(cfg.base),
         "tasks": tasks,
         "render_scale": cfg.env.scale(policy_reads_pixels(cfg)),  # the demonstrations' observations
@@ -220,29 +259,91 @@ def base_path(cfg: Any, tasks: list[str]) -> Path:
     return Path(cfg.cache_dir) / f"base-{cfg.policy.name}-{base_key(cfg, tasks)}"
 
 
+def cache_entry(cfg: Any, path: Path) -> Path:
+    """`path` (a base-* or rft-* folder of cfg.cache_dir) after checking that cache_dir is a cache (not a run
+    folder another command made) and that the entry is no link out of it; a SystemExit naming them if not."""
+    from algos.folders import claim, inside
+
+    root = Path(cfg.cache_dir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        claim(root, "cache", "the cache of base policies and RFT start checkpoints", key="cache_dir")
+        return inside(root, path.name)
+    except RunFolderError as e:
+        raise SystemExit(f"cache_dir: {e}") from None
+
+
+def rebuild_hint(path: Path) -> str:
+    return f"delete {path} to rebuild it"
+
+
+def load_base(cfg: Any, path: Path) -> Policy:
+    """The cached base policy at `path`, its files checked against its manifest. A base cached before caches
+    carried checksums (a `done` file without "checksums") is adopted once: its policy must load, then its
+    checksums are recorded (printed) and checked from then on; a manifest missing from a newer one is an
+    error, as is any file that differs from it."""
+    from algos.folders import inside, read_bytes
+    from algos.run import MANIFEST, verify_manifest, write_manifest
+
+    try:
+        done = json.loads(read_bytes(inside(path, "done")))
+    except (OSError, ValueError, RunFolderError) as e:
+        raise SystemExit(f"cache: {path}/done is unreadable ({e}); {rebuild_hint(path)}") from None
+    adopt = isinstance(done, dict) and "checksums" not in done and not os.path.lexists(path / MANIFEST)
+    try:
+        if not adopt:
+            verify_manifest(path, "the cached base policy")
+        policy = load_policy(inside(path, "policy"), kind=cfg.policy.name, **load_overrides(cfg))
+    except (RunFolderError, ValueError, OSError) as e:
+        raise SystemExit(f"cache: the base policy in {path} cannot be used: {e}; {rebuild_hint(path)}") \
+            from None
+    except Exception as e:  # noqa: BLE001 - a damaged weight file fails inside safetensors or torch
+        raise SystemExit(f"cache: the base policy in {path} does not load ({type(e).__name__}: {e}); "
+                         f"{rebuild_hint(path)}") from None
+    if adopt:
+        try:
+            write_manifest(path)
+        except RunFolderError as e:
+            raise SystemExit(f"cache: {e}; {rebuild_hint(path)}") from None
+        print(f"cache: {path} was cached before caches carried checksums; its policy loads, so its checksums "
+              f"are recorded now in {path / MANIFEST} and checked from here on (or {rebuild_hint(path)})")
+    return policy
+
+
 def load_or_train_base(cfg: Any, tasks: list[str], envs: Any) -> Policy:
-    """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed)."""
-    path = base_path(cfg, tasks)
+    """The base policy, trained once per recipe and cached under cfg.cache_dir (deterministic for a seed),
+    with a manifest of checksums checked on every load. Processes sharing a cache_dir build it once: the
+    others wait for it."""
+    from algos.folders import inside, locked, rmtree
+    from algos.run import write_manifest
+
     if cfg.env.backend == "androidworld":  # no experts on real phones: the loaded model is the base
         print("env.backend=androidworld: no expert demonstrations; the policy as loaded is the base")
         return new_policy(cfg, envs)
+    path = cache_entry(cfg, base_path(cfg, tasks))
     if (path / "done").exists():
-        return load_policy(path / "policy", kind=cfg.policy.name)
-    policy = new_policy(cfg, envs)
-    seed_everything(cfg.base.seed)
-    with collector_paused():
-        samples = demonstrations(cfg, tasks, envs)
-        policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
-                       lr_schedule=cfg.base.lr_schedule)
-    tmp = path.with_name(path.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    policy.save(tmp / "policy")
-    (tmp / "done").write_text(json.dumps({"samples": len(samples)}))
-    if path.exists():
-        shutil.rmtree(path)
-    tmp.rename(path)
+        return load_base(cfg, path)
+    root = path.parent
+    with locked(inside(root, f".{path.name}.lock"), f"the base policy {path} is being trained by another "
+                "process (sharing cache_dir)"):
+        if (path / "done").exists():  # the other process finished it
+            return load_base(cfg, path)
+        policy = new_policy(cfg, envs)
+        seed_everything(cfg.base.seed)
+        with collector_paused():
+            samples = demonstrations(cfg, tasks, envs)
+            policy.fit_sft(samples, epochs=cfg.base.epochs, lr=cfg.base.lr, seed=cfg.base.seed,
+                           lr_schedule=cfg.base.lr_schedule)
+        tmp = inside(root, path.name + ".tmp")
+        if os.path.lexists(tmp):
+            rmtree(tmp, root)
+        tmp.mkdir(parents=True)
+        policy.save(tmp / "policy")
+        (tmp / "done").write_text(json.dumps({"samples": len(samples), "checksums": "manifest.json"}))
+        write_manifest(tmp)
+        if os.path.lexists(path):
+            rmtree(path, root)
+        tmp.rename(path)
     return policy
 
 
@@ -263,39 +364,6 @@ def make_algorithm(cfg: Any, name: str | None = None) -> Any:
         raise SystemExit(str(e)) from None
 
 
-def hand_demos(algo: Any, cfg: Any, tasks: list[str], envs: Any) -> None:
-    """With `<algo>.demos` (RFT, GRSD), give the algorithm the base policy's demonstrations (collected again:
-    the same expert episodes, deterministic for base.seed) to fine-tune on beside its successes."""
-    if not hasattr(algo, "demo_samples") or not getattr(algo.cfg, "demos", False):
-        return
-    name = getattr(algo, "name", "algo")
-    if cfg.env.backend == "androidworld":  # the loaded model is the base: it was cloned from nothing here
-        print(f"{name}.demos: env.backend=androidworld has no expert demonstrations; {name} fine-tunes on "
-              "its successes only")
-        algo.demo_samples = []
-        return
-    algo.demo_samples = demonstrations(cfg, tasks, envs)
-    print(f"{name}.demos: {len(algo.demo_samples)} demonstration steps fine-tuned on beside its successes")
-
-
-def hand_rft_pool(algo: Any, cfg: Any, tasks: list[str]) -> None:
-    """With `grsd.rft_pool`, start the algorithm's success pool from the cached RFT start checkpoint's pool
-    (call after `load_or_train_rft`; a resumed run then loads its own pool over it)."""
-    if not getattr(algo.cfg, "rft_pool", False):
-        return
-    from algos.buffer import TrajectoryBuffer
-    from algos.run import checkpoint_dir
-
-    run_dir = rft_path(cfg, tasks)
-    path = (checkpoint_dir(run_dir) or run_dir) / "successes.parquet"
-    if not path.exists():
-        raise SystemExit(f"{algo.name}.rft_pool=true: the RFT checkpoint has no success pool at {path}")
-    # RFT's group ids come from its own rollout seeds, which this run's may repeat: mark them as RFT's
-    algo.pool = TrajectoryBuffer.load(path).prefixed("rft-")
-    print(f"{algo.name}.rft_pool: {len(algo.pool)} groups ({len(algo.pool.steps())} steps) of RFT's "
-          "successes to start from")
-
-
 def rft_key(cfg: Any, tasks: list[str]) -> str:
     spec = {"base": base_key(cfg, tasks), "rft": vars(cfg.rft), "eval_n": cfg.eval_n_per_task}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -304,28 +372,3 @@ def rft_key(cfg: Any, tasks: list[str]) -> str:
 def rft_path(cfg: Any, tasks: list[str]) -> Path:
     """Where the RFT start checkpoint of this recipe is cached (a `done` file in it once trained)."""
     return Path(cfg.cache_dir) / f"rft-{cfg.policy.name}-{rft_key(cfg, tasks)}"
-
-
-def load_or_train_rft(cfg: Any, tasks: list[str], envs: Any) -> tuple[Policy, dict[str, Any]]:
-    """The RFT checkpoint later algorithms start from (GRSD, GRPO, PPO in the paper all start there): trained
-    once per recipe as a resumable run under cfg.cache_dir. Returns the policy and its last metrics row."""
-    from algos.loop import train_loop
-    from algos.run import Run, checkpoint_dir, read_metrics, verify_manifest
-
-    path = rft_path(cfg, tasks)
-    if not (path / "done").exists():
-        run = Run(path, {"rft": vars(cfg.rft), "base": vars(cfg.base)}, wandb_mode="disabled")
-        try:
-            base = load_or_train_base(cfg, tasks, envs)
-            print(f"training the RFT start checkpoint in {path} (cached for later runs)")
-            rft = make_algorithm(cfg, "rft")
-            hand_demos(rft, cfg, tasks, envs)
-            train_loop(rft, base, envs, run, tasks, cfg.seed, cfg.eval_n_per_task, progress=cfg.progress,
-                       suite_backend=suite_backend(cfg))
-            (path / "done").write_text("1")
-        finally:
-            run.close()
-    # read-only from here: the parallel pairs of a comparison read the cached checkpoint at once, unlocked
-    ckpt = checkpoint_dir(path)
-    verify_manifest(ckpt)
-    return load_policy(ckpt / "policy", kind=cfg.policy.name), read_metrics(path / "metrics.jsonl")[-1]

@@ -68,12 +68,13 @@ def pair_budget(cfg: CompareConfig, algo: str) -> int:
 def pair_status(cfg: CompareConfig, algo: str, seed: int, out: Path) -> str:
     """'done' (finished with this config and budget), 'resume' (nothing yet, killed, or a larger budget now)
     or 'rerun' (its config changed, or it trained past the new budget)."""
+    from algos.folders import inside, read_bytes
     from algos.run import identity_diff
 
-    pair = out / "runs" / f"{algo}-s{seed}"
+    pair = inside(out, "runs", f"{algo}-s{seed}")
     if not (pair / "config.json").exists():
         return "resume"
-    stored = json.loads((pair / "config.json").read_text())
+    stored = json.loads(read_bytes(inside(pair, "config.json")))
     expected = pair_config(cfg, algo, seed)
     if algo == SB3:
         stored = {k: stored.get(k) for k in expected}
@@ -82,7 +83,7 @@ def pair_status(cfg: CompareConfig, algo: str, seed: int, out: Path) -> str:
     done = pair / "done"
     if not done.exists():
         return "resume"
-    finished = json.loads(done.read_text()).get("budget")
+    finished = json.loads(read_bytes(inside(pair, "done"))).get("budget")
     if finished == pair_budget(cfg, algo):
         return "done"
     return "resume" if finished is not None and finished < pair_budget(cfg, algo) else "rerun"
@@ -90,8 +91,10 @@ def pair_status(cfg: CompareConfig, algo: str, seed: int, out: Path) -> str:
 
 def set_aside(pair: Path, out: Path) -> Path:
     """Move a pair folder out of runs/ into replaced/ (kept, never deleted; the report reads runs/ only)."""
+    from algos.folders import inside
+
     k = 0
-    while (dest := out / "replaced" / f"{pair.name}.{k}").exists():
+    while os.path.lexists(dest := inside(out, "replaced", f"{pair.name}.{k}")):
         k += 1
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(pair), dest)
@@ -101,13 +104,25 @@ def set_aside(pair: Path, out: Path) -> Path:
 # ------------------------------------------------------------------------------------------------------------
 # One (algorithm, seed) pair, in its own process
 # ------------------------------------------------------------------------------------------------------------
-def exit_with_parent(poll_s: float = 1.0) -> None:
-    """A pair worker's initializer: a daemon thread ends this process within `poll_s` of its parent's death
-    (its parent pid changes when it is re-parented). Without it, a comparison killed by a signal its workers
-    do not get (`kill PID`, a scheduler's SIGTERM or SIGKILL) leaves them training on, and taking the pairs
-    already queued to them, in a folder whose lock died with the parent: a new comparison there would share
-    pairs with them. The killed pairs resume from their last checkpoints."""
-    parent = os.getppid()
+def exit_with_parent(poll_s: float = 0.1, parent: int | None = None) -> None:
+    """A pair worker's initializer: on Linux the kernel kills this process the moment its parent dies
+    (PR_SET_PDEATHSIG), so it writes no row after; elsewhere a daemon thread ends it within `poll_s` (its
+    parent pid changes when it is re-parented). `parent`: the comparison's pid, passed by it, so that a parent
+    that died before this ran is noticed too. Without it, a comparison killed by a signal its workers do not
+    get (`kill PID`, a scheduler's SIGTERM or SIGKILL) leaves them training on, and taking the pairs already
+    queued to them, in a folder whose lock died with the parent: a new comparison there would share pairs with
+    them. The killed pairs resume from their last checkpoints."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl: the thread below does it
+            pass
+    parent = parent or os.getppid()
+    if os.getppid() != parent:  # the parent died before the kernel was told
+        os._exit(1)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -120,21 +135,12 @@ def exit_with_parent(poll_s: float = 1.0) -> None:
 def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
     """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
-    from algos.loop import train_loop
-    from algos.run import Run, pin_cpu_numerics
-    from experiments.common import (
-        hand_demos,
-        hand_rft_pool,
-        load_or_train_rft,
-        make_algorithm,
-        make_algorithm_envs,
-        resolve_tasks,
-        suite_backend,
-        task_split,
-    )
+    from algos.folders import atomic_write_text, inside
+    from algos.run import pin_cpu_numerics
+    from experiments.recipe import train_run
 
     pin_cpu_numerics(cfg.torch_threads)
-    pair = Path(out) / "runs" / f"{algo}-s{seed}"
+    pair = inside(Path(out), "runs", f"{algo}-s{seed}")
     status = pair_status(cfg, algo, seed, Path(out))
     if status == "done":
         return str(pair)
@@ -142,31 +148,12 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
         print(f"  {algo} seed {seed}: config or budget changed; the old run is kept in "
               f"{set_aside(pair, Path(out))}")
     (pair / "done").unlink(missing_ok=True)
-    tasks, heldout = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
-    if algo == SB3:  # trains from scratch through the fixed-size wrapper, on the simple tasks by default
-        from algos import sb3_ppo
-
-        sb3_ppo.train(cfg.sb3_budget, seed=seed, tasks=None if cfg.tasks == ["all"] else tasks,
-                      eval_n_per_task=cfg.eval_n_per_task, out_dir=pair, wandb_mode=cfg.wandb,
-                      suite_backend=suite_backend(cfg))
-    else:
-        run = Run(pair, pair_config(cfg, algo, seed), wandb_mode=cfg.wandb,
-                  group=cfg.name or Path(out).name, name=f"{algo}-s{seed}")
-        try:
-            a = make_algorithm(cfg, algo)
-            envs = make_algorithm_envs(cfg, a)
-            try:
-                policy, _ = load_or_train_rft(cfg, tasks, envs)
-                hand_demos(a, cfg, tasks, envs)  # rft.demos / grsd.demos: the base's demonstrations
-                hand_rft_pool(a, cfg, tasks)  # grsd.rft_pool: RFT's successes to start from
-                train_loop(a, policy, envs, run, tasks, seed, cfg.eval_n_per_task, progress=False,
-                           max_env_steps=cfg.budget, suite_backend=suite_backend(cfg),
-                           heldout_tasks=heldout)
-            finally:
-                envs.close()
-        finally:
-            run.close()
-    (pair / "done").write_text(json.dumps({"finished": time.time(), "budget": pair_budget(cfg, algo)}))
+    # the recipe every run shares (experiments/recipe.py): from the cached RFT checkpoint (sb3-ppo: scratch)
+    train_run(cfg, algo, seed, pair, config=pair_config(cfg, algo, seed), budget=pair_budget(cfg, algo),
+              start="rft", progress=False, group=cfg.name or Path(out).name, name=f"{algo}-s{seed}",
+              made_by="compare")
+    done = {"finished": time.time(), "budget": pair_budget(cfg, algo)}
+    atomic_write_text(inside(pair, "done"), json.dumps(done))
     return str(pair)
 
 
@@ -237,7 +224,8 @@ def start_is_cached(cfg: CompareConfig) -> bool:
 
 def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
     """Train (or load) the shared RFT checkpoint once, before the pairs start; returns its metrics rows."""
-    from experiments.common import load_or_train_rft, make_envs, resolve_tasks, task_split
+    from experiments.common import make_envs, resolve_tasks, task_split
+    from experiments.recipe import load_or_train_rft
 
     tasks, _ = task_split(cfg, resolve_tasks(cfg.tasks, cfg.env.backend))
     envs = make_envs(cfg)
@@ -254,6 +242,8 @@ def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> Path:
     cfg = parse_compare(sys.argv[1:] if argv is None else argv)
     names = list(cfg.algo)
+    from algos.folders import entry_point_folder, record_made_by
+    from algos.loop import NonFiniteError
     from algos.run import RunFolderError, lock_folder
     from experiments.common import make_algorithm, resolve_tasks, task_split
 
@@ -262,13 +252,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
     for a in names:
         if a != SB3:
             make_algorithm(cfg, a)
-    out = Path(cfg.out_dir or f"runs/compare-{'-'.join(names)}")
+    out = entry_point_folder(cfg.out_dir or f"runs/compare-{'-'.join(names)}", "compare", "compare")
     try:
         lock = lock_folder(out)
+        record_made_by(out, "compare")
     except RunFolderError as e:
         raise SystemExit(f"compare: {e}") from None
     try:
         return _compare(cfg, names, out)
+    except (NonFiniteError, RunFolderError) as e:  # a pair's training went non-finite (its last good
+        # checkpoint is kept), a link inside the folder, a pair of another config (also from a worker)
+        raise SystemExit(f"compare: {e}") from None
     finally:
         lock.close()
 
@@ -297,7 +291,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
             print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s)")
     else:
         with cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
-                                    initializer=exit_with_parent) as ex:
+                                    initializer=exit_with_parent, initargs=(0.1, os.getpid())) as ex:
             futs = {ex.submit(run_pair, cfg_dict, a, s, str(out)): (a, s) for a, s in todo}
             for f in cf.as_completed(futs):
                 a, s = futs[f]

@@ -18,23 +18,27 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import importlib.util
 import inspect
 import io
+import re
 import sys
 import tokenize
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from algos.fields import check_fields, setting
 from algos.gigpo import GiGPOConfig
 from algos.grpo import GRPOConfig
 from algos.grsd import GRSDConfig
 from algos.grsd_grpo import GRSDGRPOConfig
 from algos.grsd_reflect import GRSDReflectConfig
 from algos.policies.base import LR_SCHEDULES
+from algos.policies.hf import LORA_EXTRA, LORA_TARGETS, check_lora
 from algos.ppo import PPOConfig
 from algos.registry import algorithm_names, config_section
 from algos.rft import RFTConfig
@@ -53,33 +57,27 @@ def _choice(key: str, value: Any, allowed: Sequence[Any]) -> None:
         raise ValueError(f"{key}={value!r}: expected one of {', '.join(map(str, allowed))}")
 
 
-def _at_least(key: str, value: float, low: float) -> None:
-    if value < low:
-        raise ValueError(f"{key}={value!r}: expected a value >= {low}")
-
-
 # -- parts ---------------------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class BaseConfig:
     """The base policy: behaviour cloning on a limited set of expert demonstrations (cached)."""
 
-    demos_per_task: int = 2  # expert episodes per task in the BC set (base Pass@1 0.310 on all 116 tasks)
-    task_fraction: float = 1.0  # share of tasks that get demonstrations (the rest are never shown)
-    epochs: int = 8  # BC epochs: a clone short of converged (24 epochs on the same demonstrations: 0.422);
-    # RFT, which fine-tunes on them too (rft.demos), finishes it and goes on (0.310 -> 0.587 in 12 rounds)
-    lr: float = 1e-3  # BC learning rate
-    lr_schedule: str = "constant"  # constant | linear (decay to 0; the better clone on 20 demos per task, the
-    # lower base on 3: see the README's "Policy headroom")
-    seed: int = 0  # seeds the demonstrations and the BC run (the base is shared by every training seed)
+    SECTION: ClassVar[str] = "base"
+    demos_per_task: int = setting(2, ge=1)  # expert episodes per task in the BC set (base Pass@1 0.310 on all
+    # 116 tasks)
+    task_fraction: float = setting(1.0, gt=0, le=1)  # share of tasks that get demonstrations (the rest are
+    # never shown)
+    epochs: int = setting(8, ge=1)  # BC epochs: a clone short of converged (24 epochs on the same
+    # demonstrations: 0.422); RFT, which fine-tunes on them too (rft.demos), finishes it and goes on (0.310 ->
+    # 0.587 in 12 rounds)
+    lr: float = setting(1e-3, gt=0)  # BC learning rate
+    lr_schedule: str = setting("constant", choices=LR_SCHEDULES)  # constant | linear (decay to 0; the better
+    # clone on 20 demos per task, the lower base on 3: see the README's "Policy headroom")
+    seed: int = setting(0, ge=0)  # seeds the demonstrations and the BC run (the base is shared by every
+    # training seed)
 
     def __post_init__(self) -> None:
-        _at_least("base.demos_per_task", self.demos_per_task, 1)
-        _choice("base.lr_schedule", self.lr_schedule, LR_SCHEDULES)
-        _at_least("base.epochs", self.epochs, 1)
-        if not self.lr > 0:
-            raise ValueError(f"base.lr={self.lr!r}: expected a value > 0")
-        if not 0.0 < self.task_fraction <= 1.0:
-            raise ValueError(f"base.task_fraction={self.task_fraction!r}: expected a value in (0, 1]")
+        check_fields(self)
 
 
 @dataclasses.dataclass
@@ -87,22 +85,29 @@ class EnvConfig:
     """Where episodes run: SimDroid in-process by default, the real AndroidWorld on emulators, or Ray actors
     across machines (one backend, one emulator, per actor)."""
 
-    backend: str = "simdroid"  # simdroid | androidworld (needs the android_world package and emulators)
-    params: str = "auto"  # who draws each instance's params: auto (SimDroid's generators on simdroid, the
-    # emulator's task on androidworld), simdroid, or androidworld (android_world's own generators, in this
-    # process: SimDroid's suites become AndroidWorld's, instance for instance; needs android_world installed)
-    num_envs: int = 16  # sub-envs of the local vector env (SimDroid)
-    vector: str = "sync"  # sync | async (each sub-env in its own process) | pipelined (lanes of sub-envs
-    # stepped in worker processes while the policy acts on another lane; 1.3-1.7x the loop's speed measured
-    # under load; results depend on the lanes, never on env.lane_workers)
-    lanes: int = 2  # vector=pipelined: lanes the sub-envs are split into
-    lane_workers: int = 1  # vector=pipelined: worker processes stepping lanes (0: in-process, e.g. when
-    # compare runs two pairs at once)
-    noise: str = "default"  # SimDroid screen noise: default | none | heavy
-    screenshots: str = "auto"  # which runs render screenshots: auto (when the policy reads pixels or the
-    # algorithm compares screens, as GRSD does), always, or never (elements only; GRSD then cannot run)
-    screen_scale: float = 0.25  # screenshot size as a fraction of the 1080x2400 logical screen
-    workers: int = 0  # > 0: a RayVectorEnv of this many actors (replaces num_envs / vector)
+    SECTION: ClassVar[str] = "env"
+    backend: str = setting("simdroid", choices=("simdroid", "androidworld"))  # simdroid | androidworld (needs
+    # the android_world package and emulators)
+    params: str = setting("auto", choices=("auto", "simdroid", "androidworld"))  # who draws each instance's
+    # params: auto (SimDroid's generators on simdroid, the emulator's task on androidworld), simdroid, or
+    # androidworld (android_world's own generators, in this process: SimDroid's suites become AndroidWorld's,
+    # instance for instance; needs android_world installed)
+    num_envs: int = setting(16, ge=1)  # sub-envs of the local vector env (SimDroid)
+    vector: str = setting("sync", choices=("sync", "async", "pipelined"))  # sync | async (each sub-env in its
+    # own process) | pipelined (lanes of sub-envs stepped in worker processes while the policy acts on another
+    # lane; 1.3-1.7x the loop's speed measured under load; results depend on the lanes, never on
+    # env.lane_workers)
+    lanes: int = setting(2, ge=1)  # vector=pipelined: lanes the sub-envs are split into
+    lane_workers: int = setting(1, ge=0)  # vector=pipelined: worker processes stepping lanes (0: in-process,
+    # e.g. when compare runs two pairs at once)
+    noise: str = setting("default", choices=("default", "none", "heavy"))  # SimDroid screen noise: default |
+    # none | heavy
+    screenshots: str = setting("auto", choices=("auto", "always", "never"))  # which runs render screenshots:
+    # auto (when the policy reads pixels or the algorithm compares screens, as GRSD does), always, or never
+    # (elements only; GRSD then cannot run)
+    screen_scale: float = setting(0.25, gt=0, le=1)  # screenshot size as a fraction of the 1080x2400 logical
+    # screen
+    workers: int = setting(0, ge=0)  # > 0: a RayVectorEnv of this many actors (replaces num_envs / vector)
     ray_address: str = ""  # "" starts a local Ray; "auto" joins the cluster this machine belongs to
     actor_resources: dict[str, float] = dataclasses.field(default_factory=dict)  # per-actor custom Ray
     # resources, e.g. env.actor_resources=emulator=1 (one emulator per actor)
@@ -110,23 +115,14 @@ class EnvConfig:
     # Ray: one local emulator per console port
     grpc_ports: list[int] = dataclasses.field(default_factory=list)  # androidworld: the matching gRPC ports
     # (default 8554, 8555, ...)
-    transition_pause: float = 1.0  # androidworld: seconds to let the screen settle before observing
+    transition_pause: float = setting(1.0, ge=0)  # androidworld: seconds to let the screen settle before
+    # observing
 
     def __post_init__(self) -> None:
-        _choice("env.backend", self.backend, ("simdroid", "androidworld"))
-        _choice("env.vector", self.vector, ("sync", "async", "pipelined"))
-        _choice("env.params", self.params, ("auto", "simdroid", "androidworld"))
+        check_fields(self)
         if self.vector == "pipelined" and self.backend != "simdroid":
             raise ValueError(f"env.vector=pipelined: expected env.backend=simdroid, got {self.backend!r} "
                              "(real emulators step in their own processes: use sync, async or env.workers)")
-        _at_least("env.lanes", self.lanes, 1)
-        _at_least("env.lane_workers", self.lane_workers, 0)
-        _choice("env.noise", self.noise, ("default", "none", "heavy"))
-        _choice("env.screenshots", self.screenshots, ("auto", "always", "never"))
-        _at_least("env.num_envs", self.num_envs, 1)
-        _at_least("env.workers", self.workers, 0)
-        if not 0.0 < self.screen_scale <= 1.0:
-            raise ValueError(f"env.screen_scale={self.screen_scale!r}: expected a value in (0, 1]")
         if self.grpc_ports and len(self.grpc_ports) != len(self.console_ports):
             raise ValueError(f"env.grpc_ports={self.grpc_ports}: expected one per console port "
                              f"{self.console_ports}")
@@ -142,28 +138,85 @@ class EnvConfig:
 class PolicyConfig:
     """Which policy acts and learns."""
 
-    name: str = "small"  # small | hf to train; evaluate also takes expert | random
-    hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm / tiny-qwen3-vl (built
-    # offline)
+    SECTION: ClassVar[str] = "policy"
+    name: str = setting("small", choices=("small", "hf", "expert", "random"))  # small | hf to train; evaluate
+    # also takes expert | random
+    hf_model: str = "tiny-vlm"  # policy=hf: a path or hub id, or tiny-lm / tiny-vlm / tiny-qwen3-vl /
+    # tiny-qwen2.5-vl (built offline)
     path: str = ""  # a saved policy to start from or evaluate: a policy folder, or a run folder (its latest
     # checkpoint)
     memory: int = 0  # policy=small: elements of the episode's earlier screens it reads (0: none; at most 64)
-    memory_mode: str = "encoder"  # policy=small: how it reads them: encoder (beside the screen's elements in
-    # the encoder) or heads (only the copy, list, quantity and sum heads read them; ~1.4x faster than encoder)
-    layers: int = 2  # policy=small: encoder layers over CLS, history and elements (1: ~1.13x faster acting
-    # and ~1.3x faster training, but a lower ceiling: see the README's "Policy headroom")
+    memory_mode: str = setting("encoder", choices=("encoder", "heads"))  # policy=small: how it reads them:
+    # encoder (beside the screen's elements in the encoder) or heads (only the copy, list, quantity and sum
+    # heads read them; ~1.4x faster than encoder)
+    layers: int = setting(2, ge=1)  # policy=small: encoder layers over CLS, history and elements (1: ~1.13x
+    # faster acting and ~1.3x faster training, but a lower ceiling: see the README's "Policy headroom")
     d_model: int = 96  # policy=small: width of its states (a multiple of its 4 attention heads; 64: ~1.1x
     # faster acting and ~1.3x faster training; see the README's "Policy headroom" for what it reaches)
+    device: str = "auto"  # policy=hf: where the model runs: auto (cuda when torch sees a GPU, else cpu) |
+    # cpu | cuda | cuda:N; a saved policy (policy.path, the cached base) reloads on its own device unless
+    # this is set
+    dtype: str = "auto"  # policy=hf: the weights' dtype: auto (float32 on CPU, the checkpoint's own on GPU:
+    # bf16 for Qwen) | float32 | bfloat16 | float16 (trained through float32 master weights, or float32 LoRA
+    # adapters: docs/gpu.md)
+    min_pixels: int = 0  # policy=hf: a Qwen-VL processor's pixel budget per screenshot, lower end (0: the
+    # processor's own)
+    max_pixels: int = 0  # policy=hf: upper end (0: the processor's own; 1003520 makes a 1080x2400 frame
+    # 672x1472, 966 image tokens)
+    crop_status_bar: bool = False  # policy=hf: cut the screenshot's status bar (top 4%) before the processor
+    gradient_checkpointing: str = "auto"  # policy=hf: recompute activations in fit_sft: auto (on except on
+    # CPU) | on | off
+    max_new_tokens: int = 64  # policy=hf: the longest response (tokens) an action may take
+    sft_batch_size: int = 8  # policy=hf: fit_sft's batch size
+    lora_r: int = 0  # policy=hf: LoRA rank (0: every weight trains; > 0: adapters on the language model's
+    # lora_targets train, the base stays frozen; needs peft: pip install -e '.[lora]')
+    lora_alpha: float = 16.0  # policy=hf: LoRA's scale numerator (updates are scaled by alpha / r)
+    lora_dropout: float = 0.0  # policy=hf: dropout on LoRA's input in fit_sft
+    lora_targets: list[str] = dataclasses.field(default_factory=lambda: list(LORA_TARGETS))  # policy=hf: the
+    # language model's linear layers that get adapters (never a vision tower's)
 
     def __post_init__(self) -> None:
-        _choice("policy.name", self.name, ("small", "hf", "expert", "random"))
+        check_fields(self)
         if not 0 <= self.memory <= 64:
             raise ValueError(f"policy.memory={self.memory!r}: expected 0 to 64 (algos.prompt.SEEN_MAX)")
-        _choice("policy.memory_mode", self.memory_mode, ("encoder", "heads"))
-        _at_least("policy.layers", self.layers, 1)
         if self.d_model < 4 or self.d_model % 4:
             raise ValueError(f"policy.d_model={self.d_model!r}: expected a positive multiple of 4 (the small "
                              "policy's attention heads)")
+        self._check_hf()
+
+    def _check_hf(self) -> None:
+        """The HF policy's settings, each error naming its key."""
+        import torch
+
+        m = re.fullmatch(r"auto|cpu|cuda(?::(\d+))?", self.device)
+        if m is None:
+            raise ValueError(f"policy.device={self.device!r}: expected auto, cpu, cuda or cuda:N")
+        if self.device.startswith("cuda"):
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if int(m.group(1) or 0) >= n:
+                raise ValueError(f"policy.device={self.device!r}: torch sees {n} CUDA devices here; expected "
+                                 "auto or cpu" + (f", or cuda:0 to cuda:{n - 1}" if n else ""))
+        _choice("policy.dtype", self.dtype, ("auto", "float32", "bfloat16", "float16"))
+        _choice("policy.gradient_checkpointing", self.gradient_checkpointing, ("auto", "on", "off"))
+        for key in ("min_pixels", "max_pixels"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"policy.{key}={getattr(self, key)!r}: expected pixels >= 0 (0: the "
+                                 "processor's own)")
+        if 0 < self.max_pixels < self.min_pixels:
+            raise ValueError(f"policy.min_pixels={self.min_pixels}, policy.max_pixels={self.max_pixels}: "
+                             "expected min_pixels <= max_pixels")
+        for key in ("max_new_tokens", "sft_batch_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"policy.{key}={getattr(self, key)!r}: expected an integer >= 1")
+        try:
+            check_lora(self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_targets)
+        except ValueError as e:
+            raise ValueError(f"policy.{e}") from None
+        if self.lora_r and self.name == "small":
+            raise ValueError(f"policy.lora_r={self.lora_r}: LoRA adapts policy=hf models; the small policy "
+                             "trains every weight (expected policy.lora_r=0)")
+        if self.lora_r and importlib.util.find_spec("peft") is None:
+            raise ValueError(f"policy.lora_r={self.lora_r}: needs peft, which is not installed: {LORA_EXTRA}")
 
 
 @dataclasses.dataclass
@@ -172,17 +225,15 @@ class CommonPart:
 
     preset: str = ""  # a named set of overrides applied first (see the presets below)
     progress: bool = True  # progress bars
-    torch_threads: int = 1  # small models gain little from more, and stall badly when cores are shared
-
-    def __post_init__(self) -> None:
-        _at_least("torch_threads", self.torch_threads, 1)
+    torch_threads: int = setting(1, ge=1)  # small models gain little from more, and stall badly when cores
+    # are shared
 
 
 @dataclasses.dataclass
 class SeededPart(CommonPart):
     """Entry points that train: one seed, and the cache of base policies and RFT checkpoints."""
 
-    seed: int = 0  # seeds torch, numpy, the training-instance generator and env noise
+    seed: int = setting(0, ge=0)  # seeds torch, numpy, the training-instance generator and env noise
     cache_dir: str = ".cache/voyager-gym"  # where base policies and RFT checkpoints are cached
 
 
@@ -191,19 +242,15 @@ class SuitePart:
     """Which tasks, and the held-out evaluation suite (AndroidWorld suite seed 30)."""
 
     tasks: list[str] = dataclasses.field(default_factory=lambda: ["all"])  # task names, or all
-    eval_n_per_task: int = 4  # held-out instances per task: 308 episodes for the 77 tasks
-    split: str = "instances"  # instances (train and evaluate on the same tasks, other instances) | tasks
-    # (train on some tasks, base and RFT included; evaluate also on tasks never trained on: heldout_pass_at_1)
-    heldout_fraction: float = 0.25  # split=tasks: share of the tasks held out (at least one, never all)
-    split_seed: int = 0  # split=tasks: which tasks are held out (voyager_gym.suites.split_tasks)
+    eval_n_per_task: int = setting(4, ge=1)  # held-out instances per task: 308 episodes for the 77 tasks
+    split: str = setting("instances", choices=TASK_SPLITS)  # instances (train and evaluate on the same tasks,
+    # other instances) | tasks (train on some tasks, base and RFT included; evaluate also on tasks never
+    # trained on: heldout_pass_at_1)
+    heldout_fraction: float = setting(0.25, gt=0, lt=1)  # split=tasks: share of the tasks held out (at least
+    # one, never all)
+    split_seed: int = setting(0, ge=0)  # split=tasks: which tasks are held out
+    # (voyager_gym.suites.split_tasks)
 
-    def __post_init__(self) -> None:
-        _at_least("eval_n_per_task", self.eval_n_per_task, 1)
-        if not self.tasks:
-            raise ValueError("tasks=[]: expected task names or all")
-        _choice("split", self.split, TASK_SPLITS)
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise ValueError(f"heldout_fraction={self.heldout_fraction!r}: expected a value in (0, 1)")
 
 
 @dataclasses.dataclass
@@ -211,64 +258,34 @@ class LoggedPart:
     """Entry points that write a run folder."""
 
     out_dir: str = ""  # run folder (each entry point has its own default)
-    wandb: str = "offline"  # offline | online | disabled
-
-    def __post_init__(self) -> None:
-        _choice("wandb", self.wandb, ("offline", "online", "disabled"))
+    wandb: str = setting("offline", choices=("offline", "online", "disabled"))  # offline | online | disabled
 
 
 @dataclasses.dataclass
 class AlgosPart:
     """Every algorithm's section (each configures the algorithm of its name): one per registered algorithm,
-    of its registered config class (tests/test_config.py checks they match algos/registry.py)."""
+    of its registered config class (tests/test_config.py checks they match algos/registry.py), at that
+    class's own defaults: the algorithm modules hold the defaults and the checks of their keys, and the
+    presets below are the only overlay."""
 
-    # the recipe's RFT also fine-tunes on the base's demonstrations (the entry points hand them over)
-    rft: RFTConfig = dataclasses.field(default_factory=lambda: RFTConfig(demos=True))
+    rft: RFTConfig = dataclasses.field(default_factory=RFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
-    # the recipe's GRSD continues RFT's data as well as its weights: RFT's success pool and the
-    # demonstrations, 8,000 of them replayed an update (without them it fell below its start, 0.573 against
-    # GRPO's 0.591; with them 0.592, and 0.593 replaying all ~20,000 an update in twice the time)
-    # (the fork-level measurement on its first iteration: algos/forklevel.py, measurement only, its env steps
-    # outside the budget; its control and GRPO arms, the oracle arm on request: each arm's update costs this
-    # replay's fit again, so measuring every iteration would double a pair's time; ~85 states a seed). The
-    # replay mix stays the default over the paper's recipe (grsd.recipe=paper), which fixed about as many fork
-    # states, lost held-out Pass@1 on the fork tasks where the mix gained, and ended lower (README "Results",
-    # 2026-12-04)
-    grsd: GRSDConfig = dataclasses.field(
-        default_factory=lambda: GRSDConfig(rft_pool=True, demos=True, max_rft_samples=8000, fork_eval=True,
-                                           fork_eval_arms=["control", "grpo"], fork_eval_until=1))
+    grsd: GRSDConfig = dataclasses.field(default_factory=GRSDConfig)
     gigpo: GiGPOConfig = dataclasses.field(default_factory=GiGPOConfig)
     vine: VineConfig = dataclasses.field(default_factory=VineConfig)
     grsd_grpo: GRSDGRPOConfig = dataclasses.field(default_factory=GRSDGRPOConfig)  # algo=grsd-grpo
     # algo=grsd-reflect
     grsd_reflect: GRSDReflectConfig = dataclasses.field(default_factory=GRSDReflectConfig)
 
-    def __post_init__(self) -> None:
-        """The algorithm sections' counts and rates: a zero group or a negative rate means nothing."""
-        for name in SECTIONS:
-            section = getattr(self, name)
-            for key in ("iterations", "instances_per_iter", "group_size", "eval_every", "epochs",
-                        "minibatch_size", "fork_repeat", "fork_minibatch"):
-                if hasattr(section, key):
-                    _at_least(f"{name}.{key}", getattr(section, key), 1)
-            for key in ("per_group", "max_samples_per_task", "max_forks_per_group", "keep_forks",
-                        "max_rft_samples", "thumb_width", "balance", "clip_low", "clip_high", "beta", "eps",
-                        "max_grad_norm", "vf_coef", "vf_clip", "ent_coef", "rft_ratio", "step_weight",
-                        "fork_coef"):
-                if hasattr(section, key):
-                    _at_least(f"{name}.{key}", getattr(section, key), 0)
-            if not section.lr > 0:
-                raise ValueError(f"{name}.lr={section.lr!r}: expected a value > 0")
-            for key in ("gamma", "lam"):
-                if hasattr(section, key) and not 0.0 <= getattr(section, key) <= 1.0:
-                    raise ValueError(f"{name}.{key}={getattr(section, key)!r}: expected a value in [0, 1]")
-
 
 def _post_init_parts(cfg: Any) -> None:
-    for part in (CommonPart, SuitePart, LoggedPart, AlgosPart):
-        if isinstance(cfg, part):
-            part.__post_init__(cfg)
+    """The checks of an entry point's top-level keys (its parts' fields; each section, `env.*`, `grsd.*` and
+    the others, checked itself when it was made): finite floats, each field's range or choices
+    (algos.fields), then what a range cannot say."""
+    check_fields(cfg, "")
+    if isinstance(cfg, SuitePart) and not cfg.tasks:
+        raise ValueError("tasks=[]: expected task names or all")
 
 
 # -- entry points --------------------------------------------------------------------------------------------
@@ -290,14 +307,13 @@ class TrainConfig(AlgosPart, LoggedPart, PretrainConfig):
     """experiments/train.py: one algorithm from the base policy (rft), the cached RFT checkpoint (the others)
     or a saved policy (policy.path)."""
 
-    algo: str = "rft"  # rft | grsd | grpo | ppo | gigpo | vine | grsd-grpo | grsd-reflect
-    budget: int = 0  # environment steps to train for (0: the algorithm's own `iterations`)
+    algo: str = setting("rft", choices=ALGORITHMS)  # rft | grsd | grpo | ppo | gigpo | vine | grsd-grpo |
+    # grsd-reflect
+    budget: int = setting(0, ge=0)  # environment steps to train for (0: the algorithm's own `iterations`)
     resume: bool = True  # continue from out_dir's last checkpoint if there is one
 
     def __post_init__(self) -> None:
         PretrainConfig.__post_init__(self)  # the parts' checks (super() would stop at the first part)
-        _choice("algo", self.algo, tuple(ALGORITHMS))
-        _at_least("budget", self.budget, 0)
 
 
 @dataclasses.dataclass
@@ -306,37 +322,33 @@ class CompareConfig(AlgosPart, LoggedPart, PretrainConfig):
     same budget of environment steps each, `seeds` training seeds each."""
 
     preset: str = "default"  # a named set of overrides applied first (see the presets below)
-    algo: list[str] = dataclasses.field(default_factory=lambda: ["grsd", "grpo", "ppo"])  # the algorithms
-    # compared: rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, grsd-reflect, sb3-ppo
-    seeds: int = 3  # training seeds per algorithm (0 .. seeds-1)
-    budget: int = 22_000  # environment steps per algorithm and seed
-    workers: int = 2  # algorithm-seed pairs trained in parallel processes
-    sb3_budget: int = 20_000  # sb3-ppo's env steps (it trains on the simple tasks only, see algos/sb3_ppo.py)
+    algo: list[str] = setting(factory=lambda: ["grsd", "grpo", "ppo"], choices=(*ALGORITHMS, SB3))  # the
+    # algorithms compared: rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, grsd-reflect, sb3-ppo
+    seeds: int = setting(3, ge=1)  # training seeds per algorithm (0 .. seeds-1)
+    budget: int = setting(22_000, ge=1)  # environment steps per algorithm and seed
+    workers: int = setting(2, ge=1)  # algorithm-seed pairs trained in parallel processes
+    sb3_budget: int = setting(20_000, ge=1)  # sb3-ppo's env steps (it trains on the simple tasks only, see
+    # algos/sb3_ppo.py)
     name: str = ""  # comparison name (wandb group); default: the run folder's name
 
     def __post_init__(self) -> None:
-        PretrainConfig.__post_init__(self)  # the parts' checks (super() would stop at the first part)
         if not self.algo:
             raise ValueError("algo=[]: expected one or more of " + ", ".join([*ALGORITHMS, SB3]))
-        for a in self.algo:
-            _choice("algo", a, (*ALGORITHMS, SB3))
-        _at_least("seeds", self.seeds, 1)
-        _at_least("budget", self.budget, 1)
-        _at_least("workers", self.workers, 1)
+        PretrainConfig.__post_init__(self)  # the parts' checks (super() would stop at the first part)
 
 
 @dataclasses.dataclass
 class EvalConfig(SuitePart, CommonPart):
     """experiments/evaluate.py: Pass@1 of a policy on the held-out suite over several noise seeds."""
 
-    seeds: int = 3  # evaluation runs with noise seeds 0 .. seeds-1 (Pass@1 reported as mean and spread)
+    seeds: int = setting(3, ge=1)  # evaluation runs with noise seeds 0 .. seeds-1 (Pass@1 reported as mean
+    # and spread)
     out: str = ""  # optional JSON file for the results
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
     policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
 
     def __post_init__(self) -> None:
         _post_init_parts(self)
-        _at_least("seeds", self.seeds, 1)
         if self.policy.name in ("small", "hf") and not self.policy.path:
             raise ValueError(f"policy={self.policy.name} needs policy.path=<a saved policy or run folder>")
 
@@ -470,7 +482,12 @@ def parse(argv: Sequence[str], schema: type = TrainConfig, prog: str | None = No
             close = difflib.get_close_matches(key, list(keys), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SystemExit(f"unknown key {key!r} for {prog}{hint} (`{prog} --help` lists every key)")
-        k, v = _normalise(arg, schema, keys)
+        try:
+            k, v = _normalise(arg, schema, keys)
+        except Exception as e:  # noqa: BLE001 - YAML's parser errors (an unclosed [ or {) have no common base
+            problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise SystemExit(f"{key}={arg.split('=', 1)[1]!r}: cannot be read ({problem}); lists are written "
+                             "[a,b] or a,b, maps {k: v} or k=v,k2=v2") from None
         try:
             OmegaConf.update(cfg, k, v, merge=False)
         except OmegaConfBaseException:
@@ -557,9 +574,12 @@ def help_text(prog: str, schema: type) -> str:
         lines.append(f"  {key:<{wk}}  {t:<{wt}}  {d:<{wd}}  {doc}")
     presets = PRESETS.get(prog, {})
     if presets:
-        lines += ["", "Presets (preset=NAME; your own overrides win):"]
+        default = next((f.default for f in dataclasses.fields(schema) if f.name == "preset"), "")
+        lines += ["", "Presets (preset=NAME; the only overlay on the defaults above, which are the algorithm "
+                  "classes' own; your own overrides win):"]
         for name, overrides in presets.items():
-            lines.append(f"  {name}: {' '.join(overrides) or '(the defaults above)'}")
+            note = " (applied unless preset= says otherwise)" if name == default else ""
+            lines.append(f"  {name}{note}: {' '.join(overrides) or '(the defaults above)'}")
     return "\n".join(lines)
 
 

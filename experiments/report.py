@@ -28,9 +28,13 @@ HARD = 10  # hardest tasks shown
 def load_rows(out: Path) -> list[dict[str, Any]]:
     """Every pair's metrics rows (runs/<algo>-s<seed>/metrics.jsonl), in folder order; damaged lines (cut by a
     kill, empty) are reported on stderr and left out."""
+    from algos.folders import inside, refuse_link
     from algos.run import read_metrics
 
-    return [r for f in sorted((out / "runs").glob("*/metrics.jsonl")) for r in read_metrics(f)]
+    files = sorted(inside(out, "runs").glob("*/metrics.jsonl"))
+    for f in files:  # a pair's folder that is a link would read rows from outside the comparison
+        refuse_link(f.parent, out)
+    return [r for f in files for r in read_metrics(f)]
 
 
 def curves(rows: list[dict[str, Any]], algos: list[str]) -> dict[str, dict[int, list[tuple[int, float]]]]:
@@ -363,10 +367,11 @@ def diagnostics_md(diag: Diagnostics) -> list[str]:
 
 
 def complexity_of(tasks: Sequence[str]) -> dict[str, float]:
-    """AndroidWorld complexity of each task SimDroid knows (its registry carries AndroidWorld's values)."""
-    from voyager_gym.backends.sim.tasks import TASKS
+    """AndroidWorld complexity of each task the task catalogue knows."""
+    from voyager_gym import catalogue
 
-    return {t: float(TASKS[t].complexity) for t in tasks if t in TASKS}
+    known = catalogue.by_name()
+    return {t: known[t].complexity for t in tasks if t in known}
 
 
 def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
@@ -631,15 +636,21 @@ def report_html(out: Path, md: str, pictures: list[Path]) -> str:
     return "\n".join(parts)
 
 
+OUTPUTS = ("metrics.jsonl", "start.json", "curves.png", "profiles.png", "table.md", "report.html")
+
+
 def write_outputs(
     out: Path, algos: list[str], seeds: int, start_row: dict[str, Any] | None
 ) -> dict[str, Any]:
+    from algos.folders import inside
     from algos.run import atomic_write_text
 
+    for name in OUTPUTS:  # each output replaces a file of the folder, never one a link leads to
+        inside(out, name)
     rows = load_rows(out)
     atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     if start_row is not None:
-        (out / "start.json").write_text(json.dumps(start_row))
+        atomic_write_text(out / "start.json", json.dumps(start_row))
     start = start_row["pass_at_1"] if start_row else None
     cv = curves(rows, algos)
     plot_curves(cv, start, out / "curves.png")
@@ -650,8 +661,8 @@ def write_outputs(
     if st.profiles:
         plot_profiles(st.profiles, out / "profiles.png")
     md = table_md(summ, start_row, st, diagnostics(rows, algos), rows)
-    (out / "table.md").write_text(md)
-    (out / "report.html").write_text(report_html(out, md, fork_pictures(out)))
+    atomic_write_text(out / "table.md", md)
+    atomic_write_text(out / "report.html", report_html(out, md, fork_pictures(out)))
     return summ
 
 
@@ -660,8 +671,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     rc = parse(sys.argv[1:] if argv is None else argv, ReportConfig, "report")
     out = Path(rc.run_dir)
+    from algos.folders import infer_made_by
+
     compare_folder = (out / "config.json").exists() and (out / "runs").is_dir()
-    if not compare_folder or (out / "checkpoint.json").exists():
+    if not compare_folder or (out / "checkpoint.json").exists() or infer_made_by(out) != "compare":
         raise SystemExit(
             f"run_dir={str(out)!r}: expected a comparison folder (with config.json and runs/); "
             "a training run's folder is never rewritten"
@@ -676,6 +689,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         cfg = json.loads((out / "config.json").read_text())
         start = json.loads((out / "start.json").read_text()) if (out / "start.json").exists() else None
         write_outputs(out, algorithms_of(cfg), cfg.get("seeds", 1), start)
+    except RunFolderError as e:
+        raise SystemExit(f"report: {e}") from None
     finally:
         lock.close()
     print((out / "table.md").read_text())

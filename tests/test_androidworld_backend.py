@@ -17,13 +17,13 @@ from gymnasium.utils.env_checker import check_env
 import voyager_gym  # noqa: F401  (registers the env ids)
 from algos.policies.simple import ExpertPolicy, RandomPolicy
 from algos.rollout import RolloutConfig, collect
-from voyager_gym.backends import aw_standin
+from tests import aw_standin
+from tests.aw_standin import EmulatorError, Faults
 from voyager_gym.backends.androidworld import (
     AndroidWorldBackend,
     make_androidworld_vec,
     screen_key,
 )
-from voyager_gym.backends.aw_standin import EmulatorError, Faults
 from voyager_gym.env import VoyagerEnv, app_names
 from voyager_gym.observation import BoundingBox, UIElement
 from voyager_gym.suites import eval_suite

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,11 +71,11 @@ def test_compare_takes_the_algorithms_as_the_card_says():
         (["algo=grsd,dpo"], C.CompareConfig,
          "algo='dpo': expected one of rft, grsd, grpo, ppo, gigpo, vine, grsd-grpo, grsd-reflect, sb3-ppo"),
         (["preset=huge"], C.CompareConfig, "preset='huge': expected one of default, paper, smoke"),
-        (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected a value >= 1"),
-        (["budget=0"], C.CompareConfig, "budget=0: expected a value >= 1"),
-        (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a value in (0, 1]"),
+        (["base.demos_per_task=-1"], C.TrainConfig, "base.demos_per_task=-1: expected an integer >= 1"),
+        (["budget=0"], C.CompareConfig, "budget=0: expected an integer >= 1"),
+        (["env.screen_scale=2"], C.TrainConfig, "env.screen_scale=2.0: expected a finite value in (0, 1]"),
         (["policy.memory=65"], C.TrainConfig, "policy.memory=65: expected 0 to 64"),
-        (["policy.layers=0"], C.TrainConfig, "policy.layers=0: expected a value >= 1"),
+        (["policy.layers=0"], C.TrainConfig, "policy.layers=0: expected an integer >= 1"),
         (["policy.d_model=30"], C.TrainConfig, "policy.d_model=30: expected a positive multiple of 4"),
         (["base.lr_schedule=cosine"], C.PretrainConfig,
          "base.lr_schedule='cosine': expected one of constant, linear"),
@@ -108,7 +109,8 @@ def test_help_lists_every_key_with_type_default_and_meaning(prog, capsys):
         assert C._type_name(t) in rows[key]
         assert C._doc_of(schema, key), f"{key} has no comment to show as its meaning"
     for name, overrides in C.PRESETS[prog].items():
-        assert f"  {name}: " in out and all(o in out for o in overrides)
+        assert (f"  {name}: " in out or f"  {name} (applied unless preset= says otherwise): " in out) and all(
+            o in out for o in overrides)
 
 
 def test_field_docs_read_trailing_and_continued_comments():
@@ -209,7 +211,7 @@ def test_pipelined_vector_env_from_the_config():
         assert isinstance(envs, PipelinedVectorEnv) and envs.num_envs == 4
     finally:
         envs.close()
-    assert "env.lane_workers=-1: expected a value >= 0" in _exit_message(["env.lane_workers=-1"])
+    assert "env.lane_workers=-1: expected an integer >= 0" in _exit_message(["env.lane_workers=-1"])
     real = _exit_message(["env.vector=pipelined", "env.backend=androidworld"])
     assert "expected env.backend=simdroid" in real
 
@@ -245,3 +247,13 @@ def test_policy_width_reaches_the_policy_and_keys_its_own_cache():
     assert new_policy(narrow, env).config["d_model"] == 64 and new_policy(wide, env).config["d_model"] == 96
     assert new_policy(narrow, env).model.blocks[0].qkv.in_features == 64  # the network built, not the record
     assert base_key(narrow, ["SystemWifiTurnOn"]) != base_key(wide, ["SystemWifiTurnOn"])
+
+
+@pytest.mark.parametrize("arg", ["tasks=[SystemWifiTurnOn,", "env.actor_resources={a: 1",
+                                 "env.actor_resources=a=[1"])
+def test_a_malformed_value_is_one_line_naming_its_key(arg):
+    """Before: YAML's parser traceback (issue 45)."""
+    key = arg.split("=", 1)[0]
+    with pytest.raises(SystemExit, match=rf"^{re.escape(key)}=.*cannot be read") as e:
+        C.parse([arg], C.CompareConfig, "compare")
+    assert "\n" not in str(e.value)

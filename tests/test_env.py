@@ -294,3 +294,84 @@ def test_text_space_copies_are_equal_and_draw_from_their_own_rng():
     vec = make_vec(num_envs=3, observation_mode="elements")
     vec.action_space.seed(0)
     assert len(set(vec.action_space.sample())) == 3
+
+
+# -- reset params against the task's schema, the expert off its path (issue 45) ------------------------------
+def _params(env, task="MarkorCreateNote"):
+    _, info = env.reset(seed=0, options={"task": task, "instance_seed": 1})
+    return dict(info["params"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"file_name": 12345}, r"params\['file_name'\]=12345: expected str for task MarkorCreateNote, got int"),
+    ({"text": "x" * 1_000_000}, r"params\['text'\]: a string of 1,000,000 characters; expected at most"),
+    ({"file_name": None}, r"params\['file_name'\]=None: expected str"),
+    ({"fil_name": "notes.md"}, r"unknown key\(s\) \['fil_name'\] in params for task MarkorCreateNote"),
+    ({"seed": -1}, r"params\['seed'\]=-1: expected an integer >= 0"),
+    ({"file_name": "a" * 3000, "text": "b" * 3000}, r"goal of task MarkorCreateNote .* is 6,0\d\d chara"),
+    ({"file_name": "note\U0001F600.md"}, r"holds '\U0001F600' .*from params\['file_name'\]"),
+])
+def test_reset_params_are_checked_against_the_tasks_schema(change, message):
+    """Before: a 1,000,000-character goal (outside observation_space) was accepted, a wrong type failed later
+    inside the expert (TypeError), unknown keys were ignored."""
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    good = _params(env)
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0, options={"task": "MarkorCreateNote", "params": {**good, **change}})
+    with pytest.raises(RuntimeError, match="finished episode"):  # the refused reset started nothing
+        env.step('{"action_type": "wait"}')
+    obs, _ = env.reset(seed=0, options={"task": "MarkorCreateNote", "params": good})
+    assert obs in env.observation_space
+
+
+def test_reset_params_missing_a_key_name_it():
+    """Before: a bare KeyError from deep inside the task."""
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    good = _params(env)
+    del good["text"]
+    with pytest.raises(ValueError, match=r"params lacks required key\(s\) \['text'\] for task MarkorCreate"):
+        env.reset(seed=0, options={"task": "MarkorCreateNote", "params": good})
+
+
+def test_nested_params_are_checked_too():
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    good = _params(env, "ExpenseDeleteSingle")
+    rows = [dict(r) for r in good["row_objects"]]
+    rows[0]["amount"] = "12.50"
+    with pytest.raises(ValueError, match=r"params\['row_objects'\]\[0\]\['amount'\]='12.50': expected int"):
+        env.reset(seed=0, options={"task": "ExpenseDeleteSingle", "params": {**good, "row_objects": rows}})
+
+
+def test_every_generated_and_androidworld_params_fit_their_schemas():
+    """The schemas are read off the generators (32 draws): the suites' own instances and AndroidWorld's
+    params (the committed fixture) must all fit, or training would stop on them."""
+    import json
+    from pathlib import Path
+
+    from voyager_gym.backends.sim import SimDroidBackend
+
+    b = SimDroidBackend(render_scale=0.1, noise="none")
+    for inst in eval_suite(None, 2) + TrainGenerator(b.task_names, seed=7).take(232):
+        b.check_params(inst.name, inst.params)
+    fixture = json.loads((Path(__file__).parent / "data" / "androidworld_params.json").read_text())
+    for name, rows in fixture.items():
+        for row in rows if not name.startswith("_") else []:
+            b.check_params(name, row["params"])
+
+
+def test_expert_action_off_its_path_raises_expert_off_path():
+    """The env contract (docs/env.md): the expert follows its own path from the reset; from a state other
+    actions led to it may have no action, and says so with ExpertOffPath (a LookupError) naming the task.
+    Before: a bare LookupError from inside the task."""
+    from voyager_gym.backends.base import ExpertOffPath
+
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    env.reset(seed=0, options={"task": "RecipeDeleteDuplicateRecipes3", "instance_seed": 0})
+    for _ in range(2):
+        env.step(env.expert_action())
+    for _ in range(8):
+        env.step('{"action_type": "scroll", "direction": "down"}')
+    with pytest.raises(ExpertOffPath, match="the expert of RecipeDeleteDuplicateRecipes3 has no action"):
+        for _ in range(6):
+            env.step(env.expert_action())
+    assert issubclass(ExpertOffPath, LookupError)

@@ -1,7 +1,10 @@
 """The module boundaries, read from the source with `ast`: every import at any depth counts (module level,
 inside functions, `importlib.import_module("literal")` and f-string prefixes such as
-`import_module(f"experiments.{name}")`), since a lazy import still ties the modules together. Imports under
-`if TYPE_CHECKING:` count for the boundaries but not for cycles: they never run."""
+`import_module(f"experiments.{name}")`), since a lazy import still ties the modules together, and so does one
+under `if TYPE_CHECKING:`: two modules that import each other only for a type annotation are still a circle
+(that is how voyager_gym.backends.sim's phone and ui imported each other unseen, when the cycle check left
+those imports out). The benchmarks, tools and examples are not packages, but their imports are checked
+against the same boundaries."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("voyager_gym", "algos", "experiments")
+SCRIPT_DIRS = ("benchmarks", "tools", "examples")  # Python files run as scripts: checked, never imported
 
 
 def module_files() -> dict[str, Path]:
@@ -27,6 +31,15 @@ def module_files() -> dict[str, Path]:
 
 
 MODULES = module_files()
+
+
+def script_files() -> dict[str, Path]:
+    """`dir.name` -> file, for every Python file under SCRIPT_DIRS."""
+    return {".".join(f.relative_to(ROOT).with_suffix("").parts): f
+            for d in SCRIPT_DIRS for f in sorted((ROOT / d).rglob("*.py"))}
+
+
+SCRIPTS = script_files()
 
 
 def _dynamic_target(call: ast.Call) -> str | None:
@@ -45,29 +58,13 @@ def _dynamic_target(call: ast.Call) -> str | None:
     return None
 
 
-def _typing_only(tree: ast.AST) -> set[int]:
-    """ids of the nodes under an `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) block."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = getattr(test, "attr", None) or getattr(test, "id", None)
-            if name == "TYPE_CHECKING":
-                out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return out
-
-
-def imported_names(module: str, path: Path, runtime_only: bool = False) -> list[tuple[str, int]]:
+def imported_names(module: str, path: Path) -> list[tuple[str, int]]:
     """(dotted name, line) of everything `module` imports, anywhere in its file: `from a.b import c` gives
-    `a.b.c` (a module or a name in `a.b`); relative imports are resolved against `module`. `runtime_only`
-    leaves out the imports under `if TYPE_CHECKING:`."""
+    `a.b.c` (a module or a name in `a.b`); relative imports are resolved against `module`."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    skip = _typing_only(tree) if runtime_only else set()
     out: list[tuple[str, int]] = []
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -94,13 +91,12 @@ def resolve(name: str) -> str | None:
     return None
 
 
-def import_graph(runtime_only: bool = False) -> dict[str, dict[str, int]]:
-    """Module -> {module of ours it imports -> first line}, self-imports left out (`runtime_only`: without
-    the imports under `if TYPE_CHECKING:`)."""
+def import_graph(files: dict[str, Path]) -> dict[str, dict[str, int]]:
+    """Module (or script) -> {module of ours it imports -> first line}, self-imports left out."""
     graph: dict[str, dict[str, int]] = {}
-    for module, path in MODULES.items():
+    for module, path in files.items():
         edges: dict[str, int] = {}
-        for name, line in imported_names(module, path, runtime_only):
+        for name, line in imported_names(module, path):
             target = resolve(name)
             if target is not None and target != module:
                 edges.setdefault(target, line)
@@ -108,8 +104,8 @@ def import_graph(runtime_only: bool = False) -> dict[str, dict[str, int]]:
     return graph
 
 
-GRAPH = import_graph()
-RUNTIME_GRAPH = import_graph(runtime_only=True)
+GRAPH = import_graph(MODULES)
+SCRIPT_GRAPH = import_graph(SCRIPTS)
 
 
 def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -157,13 +153,33 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return out
 
 
+def under(m: str, prefix: str) -> bool:
+    return m == prefix or m.startswith(prefix + ".")
+
+
 def violations(allowed: str, forbidden: tuple[str, ...]) -> list[str]:
     """`module:line -> target` for each import from a module under `allowed` of a module under `forbidden`."""
-    def under(m: str, prefix: str) -> bool:
-        return m == prefix or m.startswith(prefix + ".")
-
     return [f"{m}:{line} -> {t}" for m, edges in sorted(GRAPH.items()) if under(m, allowed)
             for t, line in sorted(edges.items()) if any(under(t, f) for f in forbidden)]
+
+
+# SimDroid's public face is its package, `voyager_gym.backends.sim` (what its __init__ exports:
+# SimDroidBackend, NoiseConfig, run_expert, ...); every module beneath it is an internal. Only the simulator
+# itself and the env layer import those: `voyager_gym.env` (the backend factory `make_backend` and the
+# backend-name lookups `task_names` / `app_names`) and `voyager_gym.catalogue` (the task facts, read from
+# the simulator's task registry). The env ids' registration (`voyager_gym/__init__.py`) names its entry
+# point as a string and imports no backend, so it is not in the layer. Tests are not checked: the
+# simulator's tests, and the AndroidWorld stand-in built on its phone (tests/aw_standin), test internals.
+SIM = "voyager_gym.backends.sim"
+ENV_LAYER = ("voyager_gym.env", "voyager_gym.catalogue")
+
+
+def sim_internal_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    """`module:line -> target` for each import of a SimDroid internal by a module outside the simulator and
+    the env layer."""
+    return [f"{m}:{line} -> {t}" for m, edges in sorted(graph.items())
+            if not under(m, SIM) and m not in ENV_LAYER
+            for t, line in sorted(edges.items()) if t.startswith(SIM + ".")]
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
@@ -181,20 +197,42 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert names == ["algos.grsd", "algos.loop.Algorithm", "algos.policies.sibling.thing", "algos.rft.RFT",
                      "experiments", "importlib", "os", "typing.TYPE_CHECKING",
                      "voyager_gym.backends.sim.phone"]
-    runtime = {n for n, _ in imported_names("algos.policies.m", f, runtime_only=True)}
-    assert set(names) - runtime == {"algos.loop.Algorithm"}
     assert resolve("algos.rft.RFT") == "algos.rft" and resolve("numpy.random") is None
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b": 1}, "b": {}}) == []
 
 
+def test_sim_internals_are_told_from_the_sims_public_face(tmp_path: Path) -> None:
+    """The boundary check itself: a submodule of the simulator, imported from anywhere outside it and the
+    env layer, at any depth, is reported; its package's exports are not."""
+    f = tmp_path / "bench.py"
+    f.write_text("from voyager_gym.backends.sim import SimDroidBackend, NoiseConfig\n"
+                 "from voyager_gym import catalogue\n"
+                 "def main():\n    from voyager_gym.backends.sim.tasks import TASKS\n"
+                 "    from voyager_gym.backends.sim import render\n")
+    graph = import_graph({"benchmarks.bench": f, "voyager_gym.env": f, "voyager_gym.backends.sim.x": f})
+    assert sim_internal_imports(graph) == ["benchmarks.bench:5 -> voyager_gym.backends.sim.render",
+                                           "benchmarks.bench:4 -> voyager_gym.backends.sim.tasks"]
+
+
 def test_modules_are_found() -> None:
     expected = {"voyager_gym.cli", "algos.policies.base", "experiments.config", "voyager_gym.backends.sim.ui"}
     assert expected <= set(MODULES)
-    assert "algos.policies.base" in GRAPH["algos.policies.small"]  # a module-level import
+    assert {"benchmarks.memory", "tools.compare_params", "examples.trl_grpo"} <= set(SCRIPTS)
+    assert "voyager_gym.env" in GRAPH["voyager_gym.vector"]  # a module-level import
     assert "voyager_gym.backends.sim" in GRAPH["voyager_gym.cli"]  # one inside a function
-    assert "voyager_gym.backends.sim.phone" in GRAPH["voyager_gym.backends.sim.ui"]  # under TYPE_CHECKING
-    assert "voyager_gym.backends.sim.phone" not in RUNTIME_GRAPH["voyager_gym.backends.sim.ui"]
+    assert "voyager_gym.catalogue" in SCRIPT_GRAPH["benchmarks.memory"]  # a script's
+    assert "voyager_gym.backends.sim.ui" in GRAPH["voyager_gym.backends.sim.phone"]
+    assert "voyager_gym.backends.sim.phone" not in GRAPH["voyager_gym.backends.sim.ui"]  # no type-only one
+
+
+def test_only_the_simulator_and_the_env_layer_import_sim_internals() -> None:
+    """Everything else (the rest of voyager_gym, algos, experiments, benchmarks, tools, examples) reads
+    tasks from `voyager_gym.catalogue` and runs the simulator through the env or the exports of the
+    `voyager_gym.backends.sim` package."""
+    found = sim_internal_imports({**GRAPH, **SCRIPT_GRAPH})
+    assert found == [], "SimDroid internals imported outside the simulator and the env layer:\n" + "\n".join(
+        found)
 
 
 def test_policies_do_not_import_backends() -> None:
@@ -209,7 +247,7 @@ def test_the_env_does_not_import_training_code() -> None:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycles(package: str) -> None:
-    """No cycle between modules, lazy function-level imports included (one is reported per package it
-    touches)."""
-    found = [c for c in cycles(RUNTIME_GRAPH) if any(m == package or m.startswith(package + ".") for m in c)]
+    """No cycle between modules: lazy function-level imports and `if TYPE_CHECKING:` ones included (one is
+    reported per package it touches)."""
+    found = [c for c in cycles(GRAPH) if any(under(m, package) for m in c)]
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)

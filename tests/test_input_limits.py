@@ -86,15 +86,15 @@ def test_reset_option_types_are_value_errors_that_name_the_key(env, options, mat
 
 
 @pytest.mark.parametrize(("prog", "arg", "match"), [
-    ("train", "base.demos_per_task=-1", "base.demos_per_task=-1: expected a value >= 1"),
-    ("compare", "budget=0", "budget=0: expected a value >= 1"),
-    ("compare", "seeds=0", "seeds=0: expected a value >= 1"),
-    ("train", "rft.group_size=0", "rft.group_size=0: expected a value >= 1"),
-    ("train", "grpo.lr=-1", r"grpo.lr=-1.0: expected a value > 0"),
-    ("compare", "ppo.gamma=2", r"ppo.gamma=2.0: expected a value in \[0, 1\]"),
-    ("compare", "grsd.rft_ratio=-1", r"grsd.rft_ratio=-1.0: expected a value >= 0"),
-    ("compare", "rft.per_group=-1", r"rft.per_group=-1: expected a value >= 0"),
-    ("train", "base.lr=0", r"base.lr=0.0: expected a value > 0"),
+    ("train", "base.demos_per_task=-1", "base.demos_per_task=-1: expected an integer >= 1"),
+    ("compare", "budget=0", "budget=0: expected an integer >= 1"),
+    ("compare", "seeds=0", "seeds=0: expected an integer >= 1"),
+    ("train", "rft.group_size=0", "rft.group_size=0: expected an integer >= 1"),
+    ("train", "grpo.lr=-1", r"grpo.lr=-1.0: expected a finite value > 0"),
+    ("compare", "ppo.gamma=2", r"ppo.gamma=2.0: expected a finite value in \[0, 1\]"),
+    ("compare", "grsd.rft_ratio=-1", r"grsd.rft_ratio=-1.0: expected a finite value >= 0"),
+    ("compare", "rft.per_group=-1", r"rft.per_group=-1: expected an integer >= 0"),
+    ("train", "base.lr=0", r"base.lr=0.0: expected a finite value > 0"),
 ])
 def test_config_values_that_mean_nothing_are_refused(prog, arg, match):
     from experiments.config import SCHEMAS, parse

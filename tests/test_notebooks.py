@@ -24,15 +24,16 @@ def run_dir(tmp_path_factory) -> Path:
     (expert rollouts and rollouts that leave the expert's path), with its metrics row and checkpoint."""
     import torch
 
-    from algos.grsd import GRSD, GRSDConfig
+    from algos.grsd import GRSD
     from algos.policies.small import SmallPolicy
     from algos.run import Run
+    from tests.algos.standalone import grsd_alone
     from tests.algos.test_grsd import detour_groups
 
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("nb") / "grsd-run"
     run = Run(out, {"algo": "grsd"}, wandb_mode="disabled")
-    algo, policy = GRSD(GRSDConfig(epochs=1)), SmallPolicy(app_names(), seed=0)
+    algo, policy = GRSD(grsd_alone(epochs=1)), SmallPolicy(app_names(), seed=0)
     run.log({"algo": "grsd", "iteration": 0, "env_steps": 0, "pass_at_1": 0.0})
     run.checkpoint(0, policy, {"env_steps": 0, "wall_s": 0.0}, algo.state())
     groups = detour_groups(["SystemWifiTurnOn", "ContactsAddContact"], detours={1: 2, 2: 1})

@@ -1,4 +1,4 @@
-"""Every command in the README's code blocks runs.
+"""Every command in the README's and docs/'s code blocks runs.
 
 Each ```bash block is run top to bottom in a fresh folder (so a block's later commands see what its earlier
 ones wrote: `train.py algo=rft` then `evaluate.py policy.path=runs/rft-s0`), each command with the smallest
@@ -8,7 +8,8 @@ against the SimDroid-driven stand-in of `android_world`; Ray commands against a 
 with the resources they ask for. Install commands are not rerun here: CI runs the README's test line itself
 (checked below to be .ci/run's command), and the main line installs the same way with an extra that must
 exist.
-Every python block runs as it is.
+Every python block runs as it is. A block in docs/ that cannot run here (an emulator's install, a GPU, a
+cluster of machines) says so on the line above it: `<!-- not run: why -->`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from experiments.config import PRESETS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+NOT_RUN = re.compile(r"<!-- not run: (.+?) -->")
 BIN = Path(sys.executable).parent
 ENTRY = ("train", "pretrain", "evaluate", "compare", "report")
 QUICK = ["progress=false", "wandb=disabled"]
@@ -47,21 +50,30 @@ EXAMPLE_SMOKE = {"trl_grpo": ["--steps", "1", "--sft-steps", "4", "--demos", "2"
 PLACEHOLDER = re.compile(r"/path/to/vlm")  # the README's stand-in for your own model
 
 
-def blocks(lang: str) -> list[tuple[int, str]]:
-    """(line number, text) of every fenced code block of `lang` in the README."""
-    out, cur, start = [], None, 0
-    for i, line in enumerate(README.read_text().splitlines(), 1):
+def blocks(lang: str, path: Path = README, skipped: bool = False) -> list[tuple[int, str]]:
+    """(line number, text) of every fenced code block of `lang` in `path` (the README by default); a block
+    under a `<!-- not run: why -->` line is left out, or, with `skipped`, is all that is returned."""
+    out, cur, start, prev, skip = [], None, 0, "", False
+    for i, line in enumerate(path.read_text().splitlines(), 1):
         if cur is None and line.startswith("```"):
-            cur, start = ([] if line.strip() == f"```{lang}" else None), i
+            cur, start, skip = ([] if line.strip() == f"```{lang}" else None), i, bool(NOT_RUN.search(prev))
             if cur is None:  # another language: skip to its end
                 cur = False
         elif cur is not None and line.startswith("```"):
-            if cur is not False:
+            if cur is not False and skip == skipped:
                 out.append((start, "\n".join(cur)))
             cur = None
         elif cur not in (None, False):
             cur.append(line)
+        if line.strip():
+            prev = line
     return out
+
+
+def all_blocks(lang: str) -> list[tuple[str, str]]:
+    """(where, text) of every `lang` block to run, in the README then in docs/*.md."""
+    return [(f"{path.relative_to(ROOT)}:{n}", text)
+            for path in (README, *DOCS) for n, text in blocks(lang, path)]
 
 
 def commands(block: str) -> list[list[str]]:
@@ -150,6 +162,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int = 600) ->
 
 
 BASH = blocks("bash")
+ALL_BASH = all_blocks("bash")
 
 
 def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
@@ -164,15 +177,15 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_second():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line,block", BASH, ids=[f"line{n}" for n, _ in BASH])
-def test_bash_block_runs(line, block, tmp_path):
+@pytest.mark.parametrize("where,block", ALL_BASH, ids=[w for w, _ in ALL_BASH])
+def test_bash_block_runs(where, block, tmp_path):
     env = _env(tmp_path)
     todo = [argv for argv in (plan(c) for c in commands(block)) if argv is not None]
     ray_needed = any("env.workers=" in a for argv in todo for a in argv)
     if any("env.backend=androidworld" in a for argv in todo for a in argv):
-        from voyager_gym.backends.aw_standin import SITE_DIR
+        from tests.aw_standin import SITE_DIR  # its android_world imports the `tests` package: ROOT too
 
-        env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), str(ROOT), env.get("PYTHONPATH", "")])
     if ray_needed:  # a cluster of its own: a short private temp root (socket paths), unseen by other tests
         env["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="r", dir="/tmp")
         todo = [_ray_local(argv) for argv in todo]
@@ -203,21 +216,22 @@ def _ray_local(argv: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line,code", blocks("python"), ids=[f"line{n}" for n, _ in blocks("python")])
-def test_python_block_runs(line, code, tmp_path):
+@pytest.mark.parametrize("where,code", all_blocks("python"), ids=[w for w, _ in all_blocks("python")])
+def test_python_block_runs(where, code, tmp_path):
     _run([sys.executable, "-c", code], tmp_path, _env(tmp_path), timeout=300)
 
 
 def test_every_readme_command_is_planned():
-    """No bash command in the README falls outside what the runner above knows (checked without running)."""
+    """No bash command in the README or docs/ falls outside what the runner above knows (checked without
+    running)."""
     n = 0
-    for _, block in BASH:
+    for _, block in ALL_BASH:
         for cmd in commands(block):
             plan(cmd)
             n += 1
     assert n >= 10
     assert shutil.which("voyager-gym") or (BIN / "voyager-gym").exists()
-    used = {c[0] for _, block in BASH for c in commands(block) if c[0].startswith("voyager-")}
+    used = {c[0] for _, block in ALL_BASH for c in commands(block) if c[0].startswith("voyager-")}
     assert used == {"voyager-gym", "voyager-train"} and used <= set(scripts()), used
 
 
@@ -226,3 +240,25 @@ def test_the_training_command_runs_from_its_entry_point():
     r = subprocess.run(script("voyager-train", ["train", "--help"]), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "usage: voyager-train train" in r.stdout, r.stderr[-2000:]
+
+
+def test_blocks_not_run_say_why():
+    """Every code block left out of the runs above names its reason, and the README has none."""
+    assert not blocks("bash", README, skipped=True) and not blocks("python", README, skipped=True)
+    for path in DOCS:
+        text = path.read_text()
+        for m in re.finditer(r"<!-- not run:(.*?)-->", text):
+            assert len(m.group(1).strip()) >= 10, f"{path.name}: no reason given: {m.group(0)}"
+
+
+def test_readme_is_short():
+    """The README is read in five minutes: at most 250 lines, none over 120 characters outside code blocks."""
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250, len(lines)
+    fenced, long = False, []
+    for n, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and len(line) > 120:
+            long.append(n)
+    assert not long, f"README lines over 120 characters: {long}"

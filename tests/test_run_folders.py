@@ -283,3 +283,310 @@ def test_pair_workers_exit_when_the_comparison_is_killed(tmp_path):
         parent.kill()
         if worker is not None and _alive(worker):
             os.kill(worker, 9)
+
+
+# -- issue 45: links out of a folder, another command's folder, checksums with holes ------------------------
+def _outside(tmp_path, name="victim.txt", text="keep me\n"):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    """Before: the linked file was overwritten with the pid."""
+    victim = _outside(tmp_path)
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / ".lock").symlink_to(victim)
+    with pytest.raises(RunFolderError, match=r"\.lock is a symbolic link"):
+        _run(tmp_path / "r")
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_metrics_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    """Before: a resume truncated the linked file and logging appended rows to it."""
+    victim = _outside(tmp_path, text='{"iteration": 0}\n{"iteration": 5}\n')
+    run = _run(tmp_path / "r")
+    (tmp_path / "r" / "metrics.jsonl").symlink_to(victim)
+    for act in (lambda: run.log({"iteration": 1}), lambda: run.truncate_metrics(lambda r: r["iteration"] < 1),
+                run.metrics):
+        with pytest.raises(RunFolderError, match=r"metrics\.jsonl is a symbolic link"):
+            act()
+    assert victim.read_text() == '{"iteration": 0}\n{"iteration": 5}\n'
+    run.close()
+    with pytest.raises(RunFolderError, match="symbolic link"):  # refused on open as well
+        _run(tmp_path / "r")
+
+
+def test_a_checkpoints_folder_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    """Before: the outside folder's it_* entries were deleted by the keep-the-last-two cleanup."""
+    outside = tmp_path / "elsewhere"
+    for k in range(3):
+        (outside / f"it_{k}").mkdir(parents=True)
+        (outside / f"it_{k}" / "data").write_text("x")
+    run = _run(tmp_path / "r")
+    (tmp_path / "r" / "checkpoints").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(RunFolderError, match="checkpoints is a symbolic link"):
+        run.checkpoint(5, _Saveable(0), {"env_steps": 0})
+    (tmp_path / "r" / "checkpoint.json").write_text(json.dumps({"iteration": 2, "path": "it_2"}))
+    with pytest.raises(RunFolderError, match="checkpoints is a symbolic link"):
+        run.latest()
+    assert sorted(p.name for p in outside.iterdir()) == ["it_0", "it_1", "it_2"]
+    run.close()
+
+
+def test_a_link_inside_a_checkpoint_is_refused(tmp_path, capsys):
+    run = _run(tmp_path / "r")
+    run.checkpoint(0, _Saveable(0), {"env_steps": 0})
+    run.checkpoint(1, _Saveable(1), {"env_steps": 1})
+    w = tmp_path / "r" / "checkpoints" / "it_1" / "policy" / "w.json"
+    w.unlink()
+    w.symlink_to(_outside(tmp_path, text="1"))
+    path, _ = run.latest()
+    assert path.name == "it_0" and "w.json is a symbolic link" in capsys.readouterr().err
+    run.close()
+
+
+def test_a_checkpoint_without_its_manifest_is_refused(tmp_path, capsys):
+    """Before: accepted as an old-format checkpoint, so damaged weights were used silently. No checkpoint
+    written since checksums came in lacks one, and none before them can be verified."""
+    run = _run(tmp_path / "r")
+    run.checkpoint(0, _Saveable(0), {"env_steps": 0})
+    run.checkpoint(1, _Saveable(1), {"env_steps": 1})
+    ck = tmp_path / "r" / "checkpoints" / "it_1"
+    (ck / "manifest.json").unlink()
+    (ck / "policy" / "w.json").write_text("7")  # damaged, and nothing left to say so
+    path, state = run.latest()
+    assert path.name == "it_0" and state["iteration"] == 0
+    assert "it_1/manifest.json is missing" in capsys.readouterr().err
+    run.close()
+    from experiments.common import saved_policy_dir
+
+    (tmp_path / "r" / "checkpoints" / "it_0" / "manifest.json").unlink()
+    (tmp_path / "r" / "checkpoint.json").write_text(json.dumps({"iteration": 0, "path": "it_0"}))
+    with pytest.raises(SystemExit, match="manifest.json is missing"):
+        saved_policy_dir(tmp_path / "r")
+
+
+def test_a_row_whose_iteration_is_null_is_reported_as_damaged(tmp_path, capsys):
+    """Before: resuming compared None with an int (TypeError)."""
+    run = _run(tmp_path / "r")
+    run.log({"iteration": 0})
+    run.log({"iteration": None, "pass_at_1": 0.5})
+    run.log({"iteration": 1})
+    run.log({"iteration": 2})
+    run.truncate_metrics(lambda r: r.get("iteration", -1) <= 1)
+    assert [r["iteration"] for r in run.metrics()] == [0, 1]
+    err = capsys.readouterr().err
+    assert "line 2 is not a metrics row (its iteration or env_steps is not a count; kept in place)" in err
+    run.close()
+
+
+def _made_by(folder):
+    return json.loads((folder / "made_by").read_text())["command"]
+
+
+def test_compare_refuses_a_training_run_folder_and_leaves_it_resumable(tmp_path):
+    """Before: compare replaced its config.json and metrics.jsonl, and the run could not resume."""
+    from experiments import compare
+
+    run = Run(tmp_path / "r", {"algo": "rft", "seed": 0}, wandb_mode="disabled", made_by="train")
+    run.log({"iteration": 0, "pass_at_1": 0.5})
+    run.checkpoint(0, _Saveable(0), {"env_steps": 0})
+    run.close()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir() if p.is_file()}
+    with pytest.raises(SystemExit, match=r"made by experiments/train.py .*compare.py writes only into"):
+        compare.main([f"out_dir={tmp_path / 'r'}", "preset=smoke", "algo=grpo", "seeds=1"])
+    assert {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir() if p.is_file()} == before
+    Run(tmp_path / "r", {"algo": "rft", "seed": 0}, wandb_mode="disabled", made_by="train").close()
+
+
+def test_train_refuses_a_comparison_and_its_pairs_and_the_cache(tmp_path):
+    from experiments import train
+
+    cmp_dir = tmp_path / "cmp"
+    (cmp_dir / "runs").mkdir(parents=True)
+    (cmp_dir / "config.json").write_text(json.dumps({"algo": ["grpo"], "seeds": 1}))
+    pair = cmp_dir / "runs" / "grpo-s0"
+    Run(pair, {"algo": "grpo", "seed": 0}, wandb_mode="disabled").close()  # as written before made_by
+    cache = tmp_path / "cache"
+    (cache / "base-small-0123").mkdir(parents=True)
+    for folder, maker in ((cmp_dir, "compare"), (pair, "compare"), (cache, "the cache")):
+        with pytest.raises(SystemExit, match=f"train: out_dir=.* was made by .*{maker}"):
+            train.main([f"out_dir={folder}", "preset=smoke", f"cache_dir={tmp_path / 'c2'}"])
+    assert not (cmp_dir / "made_by").exists() and not (pair / "checkpoints").exists()
+
+
+def test_entry_points_refuse_a_run_folder_as_cache_dir(tmp_path):
+    from experiments import pretrain
+
+    Run(tmp_path / "r", {"algo": "rft", "seed": 0}, wandb_mode="disabled", made_by="train").close()
+    with pytest.raises(SystemExit, match=r"cache_dir: cache_dir=.* was made by experiments/train.py"):
+        pretrain.main(["preset=smoke", f"cache_dir={tmp_path / 'r'}", "progress=false"])
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [".lock", "config.json", "made_by"]
+
+
+def test_folders_from_before_the_record_are_recognised_by_their_contents(tmp_path):
+    from algos.folders import infer_made_by
+
+    Run(tmp_path / "train", {"algo": "rft", "seed": 0}, wandb_mode="disabled").close()
+    assert infer_made_by(tmp_path / "train") == "train"
+    (tmp_path / "cmp" / "runs").mkdir(parents=True)
+    Run(tmp_path / "cmp" / "runs" / "ppo-s1", {"algo": "ppo"}, wandb_mode="disabled").close()
+    assert infer_made_by(tmp_path / "cmp") == infer_made_by(tmp_path / "cmp" / "runs" / "ppo-s1") == "compare"
+    Run(tmp_path / "c" / "rft-small-1", {"rft": {}, "base": {}}, wandb_mode="disabled").close()
+    (tmp_path / "c" / "base-small-2" / "policy").mkdir(parents=True)
+    (tmp_path / "c" / "base-small-2" / "done").write_text("{}")
+    for f in ("c", "c/rft-small-1", "c/base-small-2"):
+        assert infer_made_by(tmp_path / f) == "cache", f
+    assert infer_made_by(tmp_path / "new") is None
+    Run(tmp_path / "train", {"algo": "rft", "seed": 0}, wandb_mode="disabled", made_by="train").close()
+    assert _made_by(tmp_path / "train") == "train"  # recorded the first time its own command opens it
+
+
+def _tiny_policy():
+    from algos.policies.registry import make_policy
+    from voyager_gym.env import app_names
+
+    return make_policy("small", app_names=app_names(), seed=0, d_model=32, heads=2)
+
+
+def _cached_base(tmp_path, old: bool):
+    """A cache_dir with the base policy of the smoke recipe: as written today, or before checksums."""
+    from experiments.common import base_path, resolve_tasks, task_split
+    from experiments.config import PretrainConfig, parse
+
+    cfg = parse(["preset=smoke", f"cache_dir={tmp_path / 'cache'}", "policy.d_model=32"], PretrainConfig,
+                "pretrain")
+    path = base_path(cfg, task_split(cfg, resolve_tasks(cfg.tasks))[0])
+    _tiny_policy().save(path / "policy")
+    if old:
+        (path / "done").write_text(json.dumps({"samples": 3}))
+    else:
+        from algos.run import write_manifest
+
+        (path / "done").write_text(json.dumps({"samples": 3, "checksums": "manifest.json"}))
+        write_manifest(path)
+    return cfg, path
+
+
+def test_a_damaged_base_cache_is_named_with_how_to_rebuild_it(tmp_path):
+    """Before: the cached base had no checksum, and a corrupted one was trained on silently."""
+    from experiments.common import load_base
+
+    cfg, path = _cached_base(tmp_path, old=False)
+    load_base(cfg, path)
+    weights = next((path / "policy").glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-5] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match=rf"{path.name}/policy/.* is damaged.*delete {path} to rebuild it"):
+        load_base(cfg, path)
+    (path / "manifest.json").unlink()  # a checksummed cache that lost its manifest is not adopted
+    with pytest.raises(SystemExit, match="manifest.json is missing.*delete .* to rebuild it"):
+        load_base(cfg, path)
+
+
+def test_a_base_cache_from_before_checksums_is_adopted_once(tmp_path, capsys):
+    from experiments.common import load_base
+
+    cfg, path = _cached_base(tmp_path, old=True)
+    load_base(cfg, path)
+    assert "was cached before caches carried checksums" in capsys.readouterr().out
+    assert (path / "manifest.json").exists()
+    load_base(cfg, path)
+    assert "before caches carried checksums" not in capsys.readouterr().out  # once
+    (path / "policy" / "config.json").write_text("{}")
+    with pytest.raises(SystemExit, match="config.json is damaged"):
+        load_base(cfg, path)
+
+
+def test_a_base_cache_entry_that_is_a_link_is_refused(tmp_path):
+    from experiments.common import cache_entry
+
+    cfg, path = _cached_base(tmp_path, old=False)
+    elsewhere = tmp_path / "elsewhere"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(SystemExit, match="is a symbolic link"):
+        cache_entry(cfg, path)
+
+
+def test_a_second_opener_of_a_busy_folder_can_wait_for_it(tmp_path, capsys):
+    """What two comparisons sharing a cache_dir do while the RFT start is built (before: the second crashed
+    with advice about out_dir): the second waits for the first and then finds the start cached."""
+    import threading
+    import time
+
+    first = _run(tmp_path / "r")
+    threading.Timer(0.5, first.close).start()
+    t0 = time.monotonic()
+    second = Run(tmp_path / "r", first.config, wandb_mode="disabled", wait=True, busy="built by another")
+    assert time.monotonic() - t0 >= 0.4 and "waiting: built by another" in capsys.readouterr().err
+    second.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_pair_workers_die_with_the_comparison_and_write_nothing_after(tmp_path):
+    """Before: workers outlived a SIGKILLed comparison by 1.7-2.7 s (a 1 s poll after a slow start), and one
+    wrote a metrics row after its parent had died. Now the kernel kills them with it."""
+    import time
+
+    rows = tmp_path / "rows"
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import concurrent.futures as cf, multiprocessing as mp, os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from experiments.compare import exit_with_parent
+
+        def work(path):
+            while True:  # a pair logging rows
+                with open(path, "a") as f:
+                    f.write(f"{{time.time()}}\\n")
+                time.sleep(0.005)
+
+        if __name__ == "__main__":
+            ex = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=exit_with_parent,
+                                        initargs=(0.1, os.getpid()))
+            ex.submit(work, {str(rows)!r})
+            time.sleep(600)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        deadline = time.monotonic() + 120
+        while (not rows.exists() or rows.read_text().count("\n") < 5) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rows.exists(), "the worker never started"
+        parent.kill()
+        parent.wait()
+        died = time.time()
+        time.sleep(1.0)
+        last = float(rows.read_text().split()[-1])
+        assert last < died + 0.05, f"a row was written {last - died:.3f} s after the comparison died"
+    finally:
+        parent.kill()
+
+
+@pytest.mark.slow
+def test_two_comparisons_sharing_a_cache_dir_build_the_start_once(tmp_path):
+    """Before: the second crashed (its .lock is held) with advice about out_dir. Now it waits for the first
+    and reads the same cached start."""
+    code = textwrap.dedent("""
+        import sys
+        from algos.run import pin_cpu_numerics
+        from experiments.compare import parse_compare, prepare_start
+
+        cfg = parse_compare(["preset=smoke", "algo=grpo", "seeds=1", "progress=false",
+                             f"cache_dir={sys.argv[1]}"])
+        pin_cpu_numerics(1)
+        print("START", prepare_start(cfg)["pass_at_1"])
+    """)
+    cmd = [sys.executable, "-c", code, str(tmp_path / "cache")]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=900) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and "START" in out, err[-2000:]
+        assert "out_dir" not in err
+    assert len({out.split("START")[1] for out, _ in outs}) == 1
+    assert sum("waiting: the RFT start checkpoint" in err for _, err in outs) == 1
+    assert sum("training the RFT start checkpoint" in out for out, _ in outs) == 1

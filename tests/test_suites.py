@@ -38,7 +38,7 @@ def test_config_split():
     assert task_split(plain, list(plain.tasks)) == (list(plain.tasks), [])
     with pytest.raises(SystemExit, match="split='apps': expected one of instances, tasks"):
         C.parse(["split=apps"], C.TrainConfig)
-    with pytest.raises(SystemExit, match="heldout_fraction=0.0: expected a value in"):
+    with pytest.raises(SystemExit, match="heldout_fraction=0.0: expected a finite value in"):
         C.parse(["heldout_fraction=0"], C.TrainConfig)
     with pytest.raises(SystemExit, match="split=tasks: a task split needs two or more tasks"):
         task_split(C.parse(["split=tasks", "tasks=[OpenAppTaskEval]"], C.TrainConfig), ["OpenAppTaskEval"])

@@ -62,7 +62,7 @@ class Row:
 
 
 def compare_task(name: str, instances: list[dict[str, Any]], backend: Any) -> tuple[Row, list[str]]:
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
     keys, types, values, goal = "=", True, True, True
     init: bool | None = None
@@ -75,7 +75,7 @@ def compare_task(name: str, instances: list[dict[str, Any]], backend: Any) -> tu
         s = inst["seed"]
         aw = inst["params"]
         sim = json_safe(backend.generate_params(name, s))
-        sim_goal = TASKS[name](backend.generate_params(name, s)).goal
+        sim_goal = catalogue.goal(name, backend.generate_params(name, s))
         missing |= set(aw) - set(sim)
         extra |= set(sim) - set(aw)
         for k in set(aw) & set(sim):
@@ -122,12 +122,12 @@ def main() -> None:
     ap.add_argument("--diff", action="store_true", help="print the first differing values per task")
     args = ap.parse_args()
 
+    from voyager_gym import catalogue
     from voyager_gym.backends.sim import SimDroidBackend
-    from voyager_gym.backends.sim.tasks import TASKS
 
     data = json.loads(args.fixture.read_text())
     backend = SimDroidBackend(render_scale=0.1, noise="none")
-    names = sorted(args.task or TASKS)
+    names = sorted(args.task or catalogue.names())
     rows: list[Row] = []
     print(f"{'task':48s} keys types values goal  init note")
     for name in names:

@@ -22,14 +22,14 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    table = Table(title=f"SimDroid tasks ({len(TASKS)})")
+    tasks = catalogue.tasks()
+    table = Table(title=f"SimDroid tasks ({len(tasks)})")
     for col in ("task", "apps", "complexity", "max steps"):
         table.add_column(col)
-    for name in sorted(TASKS):
-        t = TASKS[name]
-        table.add_row(name, ", ".join(t.app_names), f"{t.complexity:g}", str(int(10 * t.complexity)))
+    for t in tasks:
+        table.add_row(t.name, ", ".join(t.app_names), f"{t.complexity:g}", str(t.max_steps))
     Console().print(table)
     return 0
 
@@ -66,7 +66,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_play(args: argparse.Namespace) -> int:
     from PIL import Image
 
-    from voyager_gym.backends.sim.expert import run_expert
+    from voyager_gym.backends.sim import run_expert
 
     b = _backend(args.scale, args.noise)
     run = run_expert(b, args.task, instance_seed=args.seed, pixels=True, env_seed=args.seed)
@@ -102,9 +102,9 @@ DEMO_TASKS = (
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    names = [t for t in (args.tasks.split(",") if args.tasks else DEMO_TASKS) if t in TASKS]
+    names = [t for t in (args.tasks.split(",") if args.tasks else DEMO_TASKS) if t in catalogue.by_name()]
     rc = 0
     for name in names:
         ns = argparse.Namespace(

@@ -67,11 +67,11 @@ def make_backend(backend: str | Backend, **kwargs: Any) -> Backend:
 
 
 def task_names() -> list[str]:
-    """Every task name, sorted: SimDroid's registry, which holds AndroidWorld's 116 tasks under their names
+    """Every task name, sorted: the task catalogue's (`voyager_gym.catalogue`), AndroidWorld's 116 tasks
     (an env on another backend checks names against its own registry when it is built or reset)."""
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    return sorted(TASKS)
+    return list(catalogue.names())
 
 
 def app_names(env: Any = "simdroid") -> tuple[str, ...]:
@@ -216,14 +216,19 @@ class VoyagerEnv(gym.Env):
         if name is None:
             name = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         info_static = self.backend.task_info(name)
+        self._done = True  # until the new episode has started (a refused reset starts none)
         params = options.get("params")
         if params is None:
             inst = options.get("instance_seed")
             if inst is None:
                 inst = int(self.np_random.integers(2**32))
             params = self.backend.generate_params(name, int(inst))
-        self.task_name, self.params = name, dict(params)
-        self.goal = self.backend.reset(name, self.params, self.np_random)
+        else:  # given params: the task's schema (keys, kinds, string lengths; voyager_gym.params)
+            self.backend.check_params(name, params)
+        goal = self.backend.reset(name, dict(params), self.np_random)
+        if not self.observation_space["goal"].contains(goal):
+            raise ValueError(_goal_error(name, goal, params))
+        self.task_name, self.params, self.goal = name, dict(params), goal
         self._steps = 0
         self._max_steps = self.max_steps_override or info_static["max_steps"]
         self._done = False
@@ -289,7 +294,9 @@ class VoyagerEnv(gym.Env):
 
     # -- extras ----------------------------------------------------------------------------------------
     def expert_action(self) -> str:
-        """The task expert's next action as JSON text (SimDroid), computed from the current observation."""
+        """The task expert's next action as JSON text (SimDroid), computed from the current observation.
+        Raises `ExpertOffPath` (a LookupError) when the expert has no action from this state: it follows its
+        own path from the reset, and a state other actions led to may be off it (see docs/env.md)."""
         return self.backend.expert_action().to_json()
 
     @property
@@ -380,6 +387,20 @@ class VoyagerEnv(gym.Env):
         if errored:
             info["error"] = getattr(self, "_error", "")
         return info
+
+
+def _goal_error(task: str, goal: str, params: dict[str, Any]) -> str:
+    """Why `goal` (task `task` with `params`) is outside the goal space, naming the param to blame."""
+    strings = {k: v for k, v in params.items() if isinstance(v, str)}
+    if len(goal) > MAX_GOAL_LEN:
+        longest = max(strings, key=lambda k: len(strings[k]), default=None)
+        blame = f": shorten params[{longest!r}] ({len(strings[longest]):,} characters)" if longest else ""
+        return (f"the goal of task {task} with these params is {len(goal):,} characters; the goal space "
+                f"holds at most {MAX_GOAL_LEN:,}{blame}")
+    bad = next((c for c in goal if c not in TEXT_CHARSET), "")
+    blame = next((f" (from params[{k!r}])" for k, v in strings.items() if bad and bad in v), "")
+    return (f"the goal of task {task} with these params holds {bad!r} (U+{ord(bad or ' '):04X}){blame}, "
+            "outside the goal space's characters (voyager_gym.env.TEXT_CHARSET)")
 
 
 def _check_options(options: Any, seed: int | None) -> dict[str, Any]:

@@ -10,22 +10,95 @@ fastest with).
 `snapshot(envs, ids)` and `restore(envs, {i: snapshot})` branch episodes on every kind of vector env: a
 restore is a masked reset whose options carry the snapshots, so the sub-env's wrappers and the vector env's
 bookkeeping (autoreset flags, Ray's replay of a dead actor's last reset) see the restored episode as running.
+
+A worker process that dies (killed, out of memory) under an async or pipelined vector env is a
+`VectorWorkerDied` naming its sub-envs, its pid and how it ended, instead of a bare BrokenPipeError; `close()`
+then closes the rest without raising again.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
+from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from voyager_gym.env import Snapshot
 from voyager_gym.suites import TaskInstance
 
 ENV_ID = "voyager_gym/SimDroid-v0"
+PIPE_ERRORS = (BrokenPipeError, EOFError, ConnectionResetError)  # what a dead worker's pipe raises
+
+
+class VectorWorkerDied(RuntimeError):
+    """A worker process of an async or pipelined vector env died; the message names its sub-envs."""
+
+
+def _how_it_ended(proc: Any) -> str:
+    proc.join(timeout=1.0)  # a process whose pipe broke has ended, or is about to: reap it
+    code = proc.exitcode
+    if code is None:
+        return f"its worker process {proc.pid} stopped answering"
+    if code < 0:
+        return f"its worker process {proc.pid} was killed by signal {-code}"
+    return f"its worker process {proc.pid} exited with code {code}"
+
+
+def _died(what: str, ids: list[int], proc: Any) -> VectorWorkerDied:
+    subs = f"sub-env {ids[0]}" if len(ids) == 1 else f"sub-envs {ids}"
+    return VectorWorkerDied(f"{subs} of this {what} died ({_how_it_ended(proc)}); the vector env cannot go "
+                            "on without it: close() it and make a new one")
+
+
+class _AsyncVectorEnv(gym.vector.AsyncVectorEnv):
+    """gymnasium's AsyncVectorEnv whose dead worker is a VectorWorkerDied naming its sub-env, and whose
+    close() after that closes the others quietly (make_vec gives async envs this class)."""
+
+    def _dead_worker(self) -> VectorWorkerDied:
+        deadline = time.monotonic() + 1.0
+        while True:
+            dead = [i for i, p in enumerate(self.processes) if not p.is_alive()]
+            if dead or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self._state = AsyncState.DEFAULT
+        if not dead:
+            return VectorWorkerDied("a worker process of this AsyncVectorEnv closed its pipe; close() the "
+                                    "vector env and make a new one")
+        return _died("AsyncVectorEnv", dead, self.processes[dead[0]])
+
+    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
+        if any(not p.is_alive() for p in self.processes):  # a dead worker answers nothing: stop the others
+            terminate, self._state = True, AsyncState.DEFAULT
+        try:
+            super().close_extras(timeout=timeout, terminate=terminate)
+        except PIPE_ERRORS:
+            for p in self.processes:
+                if p.is_alive():
+                    p.terminate()
+                p.join(timeout=5)
+
+
+def _guarded(name: str) -> Any:
+    """AsyncVectorEnv's method `name`, with a dead worker's broken pipe raised as VectorWorkerDied."""
+
+    def method(self: _AsyncVectorEnv, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(gym.vector.AsyncVectorEnv, name)(self, *args, **kwargs)
+        except PIPE_ERRORS:
+            raise self._dead_worker() from None
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("reset_async", "reset_wait", "step_async", "step_wait", "call_async", "call_wait", "set_attr"):
+    setattr(_AsyncVectorEnv, _name, _guarded(_name))
 
 
 def make_vec(
@@ -52,9 +125,12 @@ def make_vec(
         vector_kwargs["copy"] = False
     import voyager_gym  # noqa: F401  (registers the env ids)
 
-    return gym.make_vec(
+    envs = gym.make_vec(
         env_id, num_envs=num_envs, vectorization_mode=mode, vector_kwargs=vector_kwargs, **env_kwargs
     )
+    if type(envs) is gym.vector.AsyncVectorEnv:
+        envs.__class__ = _AsyncVectorEnv  # the same object, with dead workers named (it adds no state)
+    return envs
 
 
 def group_reset(
@@ -236,8 +312,13 @@ def _worker(conn: Any, env_id: str, env_kwargs: dict[str, Any], indices: list[in
                 else:
                     raise ValueError(f"unknown worker command {cmd!r}; expected run, call, get_attr or close")
                 conn.send((True, out))
+            except PIPE_ERRORS:  # the parent closed its end (it is gone, or closing): nobody to answer
+                return
             except Exception as e:  # noqa: BLE001 - sent back and re-raised in the caller
-                conn.send((False, e))
+                try:
+                    conn.send((False, e))
+                except PIPE_ERRORS:
+                    return
     finally:
         for env in envs.values():
             env.close()
@@ -321,7 +402,7 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
             self._pending[lane] = _run_lane(self._local, self._interners[0], resets, actions)
         else:
             w = lane % self.workers
-            self._conns[w].send(("run", (resets, actions)))
+            self._send(w, ("run", (resets, actions)))
             self._pending[lane] = None  # its answer, once read off the pipe
             self._queue[w].append(lane)
 
@@ -346,13 +427,26 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         """Read worker w's answers in the order its requests went out, up to `lane`'s (all when None)."""
         while self._queue[w]:
             k = self._queue[w].pop(0)
-            self._pending[k] = self._answer(self._conns[w])
+            self._pending[k] = self._answer(w)
             if k == lane:
                 return
 
-    @staticmethod
-    def _answer(conn: Any) -> Any:
-        ok, out = conn.recv()
+    def _worker_died(self, w: int) -> VectorWorkerDied:
+        ids = [i for k, lane in enumerate(self.lanes) if k % self.workers == w for i in lane]
+        self._queue[w] = []
+        return _died("PipelinedVectorEnv", ids, self._procs[w])
+
+    def _send(self, w: int, msg: Any) -> None:
+        try:
+            self._conns[w].send(msg)
+        except PIPE_ERRORS:
+            raise self._worker_died(w) from None
+
+    def _answer(self, w: int) -> Any:
+        try:
+            ok, out = self._conns[w].recv()
+        except PIPE_ERRORS:
+            raise self._worker_died(w) from None
         if not ok:
             raise out
         return out
@@ -368,10 +462,10 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         used = sorted(set(owner.values()))
         for w in used:
             self._read_until(w)  # lanes in flight answer first; their results wait for recv()
-            self._conns[w].send((cmd, ([i for i in ids if owner[i] == w], *args)))
+            self._send(w, (cmd, ([i for i in ids if owner[i] == w], *args)))
         out: dict[int, Any] = {}
         for w in used:
-            out.update(self._answer(self._conns[w]))
+            out.update(self._answer(w))
         return out
 
     def call_subset(self, ids: list[int], name: str, *args: Any, **kwargs: Any) -> list[Any]:
@@ -435,13 +529,17 @@ class PipelinedVectorEnv(gym.vector.VectorEnv):
         for env in self._local.values():
             env.close()
         self._local = {}
-        for conn in self._conns:
-            try:
+        for w, conn in enumerate(self._conns):
+            try:  # answers still on the pipe first (a lane in flight), then the close
+                while self._queue[w]:
+                    self._queue[w].pop(0)
+                    conn.recv()
                 conn.send(("close", None))
                 conn.recv()
-            except (OSError, EOFError, BrokenPipeError):
+            except (OSError, *PIPE_ERRORS):  # a dead worker: nothing to close
                 pass
             conn.close()
+        self._pending = {}
         for p in self._procs:
             p.join(timeout=5)
             if p.is_alive():

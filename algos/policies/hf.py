@@ -7,8 +7,10 @@ followed by the end-of-turn token, and `act` reports exactly what `log_probs` co
 behaviour and training log-probs agree. A value head (one linear layer on the last hidden state at the last
 prompt token, zero-initialised, float32) serves PPO; it is saved beside the weights and created fresh when a
 checkpoint has none. `fit_sft` trains with TRL's SFTTrainer on prompt/completion data
-(loss on the completion only). Real runs use a Qwen-VL class checkpoint on GPU; tests use the offline tiny
-models of `algos.policies.tiny`.
+(loss on the completion only). With `lora_r` > 0 (the `lora` extra: peft) the model trains through LoRA
+adapters on the language model's projections only: the base weights stay frozen (in bf16 on GPU) while the
+adapters, the value head and their optimizer states are float32. Real runs use a Qwen-VL class checkpoint on
+GPU; tests use the offline tiny models of `algos.policies.tiny`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import math
 import random
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +40,28 @@ END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")  #
 TRUNCATED = "\n...(truncated)"
 TOKEN_ALIGNED_KEYS = {"token_type_ids", "mm_token_type_ids"}  # processor outputs with one entry per token
 STATUS_BAR_FRACTION = 96 / 2400  # SimDroid's status bar (backends/sim/widgets.py STATUS_H) per height
+ADAPTER_DIR = "adapter"  # LoRA adapters (peft's format), saved in this subfolder beside the base weights
+# LoRA's default targets: the attention and MLP projections of Qwen / Llama / Mistral-style language models
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_EXTRA = "pip install -e '.[lora]'"  # the extra that installs peft
 
 
-QWEN_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")  # model types whose processor `qwen_vl_processor` stands in for
+# model type -> the transformers processor class whose image part `qwen_vl_processor` stands in for
+QWEN_VL_PROCESSORS = {"qwen3_vl": "Qwen3VLProcessor", "qwen3_vl_moe": "Qwen3VLProcessor",
+                      "qwen2_5_vl": "Qwen2_5_VLProcessor"}
+QWEN_VL_TYPES = tuple(QWEN_VL_PROCESSORS)
 
 
 @functools.cache
-def images_processor_class() -> type:
-    from transformers import Qwen3VLProcessor
+def images_processor_class(model_type: str = "qwen3_vl") -> type:
+    import transformers
 
-    class QwenVLImagesProcessor(Qwen3VLProcessor):
-        """Qwen3-VL's processor without its video processor, which needs torchvision (absent beside some torch
+    if model_type not in QWEN_VL_PROCESSORS:
+        raise ValueError(f"model type {model_type!r}: expected one of {', '.join(QWEN_VL_TYPES)}")
+    base = getattr(transformers, QWEN_VL_PROCESSORS[model_type])
+
+    class QwenVLImagesProcessor(base):
+        """A Qwen-VL processor without its video processor, which needs torchvision (absent beside some torch
         builds): screenshots go through the same image processor, vision tokens and chat template."""
 
         def __init__(self, image_processor: Any = None, tokenizer: Any = None,
@@ -58,10 +71,13 @@ def images_processor_class() -> type:
     return QwenVLImagesProcessor
 
 
-def qwen_vl_processor(image_processor: Any, tokenizer: Any, chat_template: str | None = None) -> Any:
-    """A Qwen-VL processor for images (`QwenVLImagesProcessor`) from its image processor and tokenizer."""
-    return images_processor_class()(image_processor=image_processor, tokenizer=tokenizer,
-               chat_template=chat_template or getattr(tokenizer, "chat_template", None))
+def qwen_vl_processor(image_processor: Any, tokenizer: Any, chat_template: str | None = None,
+                      model_type: str = "qwen3_vl") -> Any:
+    """A Qwen-VL processor for images (`QwenVLImagesProcessor`: the processor class of `model_type`, a key of
+    QWEN_VL_PROCESSORS) from its image processor and tokenizer."""
+    return images_processor_class(model_type)(
+        image_processor=image_processor, tokenizer=tokenizer,
+        chat_template=chat_template or getattr(tokenizer, "chat_template", None))
 
 
 def load_pretrained(name: str | Path, dtype: Any = None, device: str = "cpu") -> tuple[Any, Any]:
@@ -97,8 +113,71 @@ def load_pretrained(name: str | Path, dtype: Any = None, device: str = "cpu") ->
         tokenizer = AutoTokenizer.from_pretrained(name)
         template = Path(name) / "chat_template.jinja"
         chat = template.read_text() if template.is_file() else None
-        processor = qwen_vl_processor(AutoImageProcessor.from_pretrained(name), tokenizer, chat)
+        processor = qwen_vl_processor(AutoImageProcessor.from_pretrained(name), tokenizer, chat,
+                                      config.model_type)
     return model, processor
+
+
+def require_peft() -> Any:
+    """The peft module, or an ImportError naming the extra that installs it."""
+    try:
+        import peft
+    except ImportError:
+        raise ImportError(f"lora_r > 0 needs peft, which is not installed: {LORA_EXTRA}") from None
+    return peft
+
+
+def lora_target_names(model: Any, targets: Sequence[str]) -> list[str]:
+    """Full names of the linear layers of `model`'s language model (its decoder: never a vision tower, whose
+    MLPs may share the names, as Qwen2.5-VL's gate/up/down_proj do) whose own name is in `targets`."""
+    decoder = model.get_decoder()
+    inside = {id(m) for m in decoder.modules()}
+    linear = [(n, n.rsplit(".", 1)[-1]) for n, m in model.named_modules()
+              if id(m) in inside and isinstance(m, torch.nn.Linear)]
+    names = [n for n, leaf in linear if leaf in targets]
+    if not names:
+        found = ", ".join(sorted({leaf for _, leaf in linear}))
+        raise ValueError(f"lora_targets={list(targets)}: no linear layer of {type(decoder).__name__} has one "
+                         f"of these names; expected some of: {found}")
+    return names
+
+
+def check_lora(r: int, alpha: float, dropout: float, targets: Sequence[str]) -> None:
+    """A ValueError naming the first LoRA setting out of range."""
+    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+        raise ValueError(f"lora_r={r!r}: expected an integer >= 0 (0: no LoRA, train every weight)")
+    if not alpha > 0:
+        raise ValueError(f"lora_alpha={alpha!r}: expected a number > 0")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"lora_dropout={dropout!r}: expected a value in [0, 1)")
+    if isinstance(targets, str) or not targets or not all(isinstance(t, str) and t for t in targets):
+        raise ValueError(f"lora_targets={targets!r}: expected a list of module names such as "
+                         f"{list(LORA_TARGETS)}")
+
+
+def add_lora(model: Any, r: int, alpha: float, dropout: float, targets: Sequence[str], seed: int) -> Any:
+    """`model` wrapped by peft with LoRA adapters of rank `r` on `lora_target_names(model, targets)`; only the
+    adapters require gradients. They start as the identity (B = 0; A drawn from `seed`, without touching the
+    global RNG), and are float32 even on a bf16/fp16 base (peft's autocast_adapter_dtype)."""
+    peft = require_peft()
+    config = peft.LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, bias="none",
+                             target_modules=lora_target_names(model, targets))
+    device = next(model.parameters()).device
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        return peft.get_peft_model(model, config, autocast_adapter_dtype=True)
+
+
+def base_state_dict(peft_model: Any) -> dict[str, torch.Tensor]:
+    """The base model's weights under their own names (peft's `base_layer` level dropped), adapters left
+    out: what `from_pretrained` of the bare model class reads."""
+    out = {}
+    for key, value in peft_model.get_base_model().state_dict().items():
+        parts = key.split(".")
+        if not any(p.startswith("lora_") for p in parts):
+            out[".".join(p for p in parts if p != "base_layer")] = value
+    return out
 
 
 def torch_dtype(name: str | torch.dtype) -> torch.dtype:
@@ -252,6 +331,12 @@ class HFPolicy(Policy):
         crop_status_bar: drop the screenshot's top STATUS_BAR_FRACTION (SimDroid's status bar, 96 of 2400
             rows: the clock and icons, noise to the model) before the processor sees it.
         gradient_checkpointing: recompute activations in `fit_sft`'s backward pass (None: on except on CPU).
+        lora_r: LoRA rank (0: no LoRA, every weight trains). > 0 wraps the model with peft (the `lora` extra):
+            adapters on the language model's `lora_targets` layers train (with the value head), the base
+            weights stay frozen; the adapters are float32 on a bf16/fp16 base, so updates do not round away.
+        lora_alpha, lora_dropout: LoRA's scale numerator (the update is B A x * alpha / r) and dropout.
+        lora_targets: names of the language model's linear layers that get adapters (default: the attention
+            and MLP projections, LORA_TARGETS); a vision tower's layers never do.
     """
 
     name = "hf"
@@ -263,9 +348,13 @@ class HFPolicy(Policy):
                  max_prompt_tokens: int | None = 4096, dtype: Any = None, sft_batch_size: int = 8,
                  sft_args: dict[str, Any] | None = None, min_pixels: int | None = None,
                  max_pixels: int | None = None, crop_status_bar: bool = False,
-                 gradient_checkpointing: bool | None = None):
+                 gradient_checkpointing: bool | None = None, lora_r: int = 0, lora_alpha: float = 16.0,
+                 lora_dropout: float = 0.0, lora_targets: Sequence[str] = LORA_TARGETS):
         if str(device).startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device={device!r} but torch sees no CUDA device here; pass device='cpu'")
+        check_lora(lora_r, lora_alpha, lora_dropout, lora_targets)
+        if lora_r:
+            require_peft()  # before loading weights: the missing extra is the error, not a late one
         if isinstance(model, (str, Path)):
             model, loaded = load_pretrained(model, dtype=dtype, device=device)
             processor = processor if processor is not None else loaded
@@ -276,7 +365,14 @@ class HFPolicy(Policy):
             raise ValueError(f"temperature must be > 0, got {temperature}; use act(greedy=True) for argmax")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.lora_r, self.lora_alpha, self.lora_dropout = lora_r, float(lora_alpha), float(lora_dropout)
+        self.lora_targets = list(lora_targets)
+        self.dtype = model.get_input_embeddings().weight.dtype  # the base weights' (adapters: float32)
+        if lora_r:
+            model = add_lora(model, lora_r, self.lora_alpha, self.lora_dropout, self.lora_targets, seed)
         self.model = model.to(device).eval()
+        # what trains: every weight, or the adapters alone (the value head is added below)
+        self._trainable = [p for n, p in self.model.named_parameters() if not lora_r or "lora_" in n]
         self.processor = processor
         self.tokenizer = getattr(processor, "tokenizer", processor)
         self.device = torch.device(device)
@@ -445,8 +541,12 @@ class HFPolicy(Policy):
         return self.value_head(feats).squeeze(-1)
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
-        """The model's weights and the value head's."""
-        return [*self.model.parameters(), *self.value_head.parameters()]
+        """The model's weights (with LoRA: its adapters' only) and the value head's."""
+        return [*self._trainable, *self.value_head.parameters()]
+
+    def base_model(self) -> Any:
+        """The transformers model (under LoRA: the one peft wraps, adapters injected)."""
+        return self.model.get_base_model() if self.lora_r else self.model
 
     # -- acting -------------------------------------------------------------------------------------------
     def _decode(self, ids: torch.Tensor) -> str:
@@ -559,9 +659,11 @@ class HFPolicy(Policy):
         cfg.update(self.sft_args)
         with tempfile.TemporaryDirectory() as tmp, preserved_rng(), quiet_datasets():
             dataset = self.sft_dataset(samples, weights)
+            args = SFTConfig(output_dir=tmp, **cfg)
             trainer = sft_trainer_class(weights is not None)(
-                model=self.model, args=SFTConfig(output_dir=tmp, **cfg), train_dataset=dataset,
-                processing_class=self.processor if self.use_images else self.tokenizer)
+                model=self.model, args=args, train_dataset=dataset,
+                processing_class=self.processor if self.use_images else self.tokenizer,
+                optimizer_cls_and_kwargs=self._master_weights(args))
             trainer.remove_callback(PrinterCallback)
             result = trainer.train()
         self.model.eval()
@@ -574,6 +676,18 @@ class HFPolicy(Policy):
                 "loss_mean": float(result.training_loss), "steps": float(trainer.state.global_step),
                 "samples": float(len(samples))}
 
+    def _master_weights(self, args: Any) -> tuple[type, dict[str, Any]] | None:
+        """fit_sft's optimizer when bf16/fp16 weights train (no LoRA): AdamW with float32 master weights and
+        moments (algos.optim; TRL's AdamW on bf16 weights would round small updates away), with the
+        Trainer's own settings and weight-decay groups. None (TRL's optimizer) for float32 weights, LoRA's
+        float32 adapters, or an optimizer chosen in sft_args."""
+        from algos.optim import MasterWeightAdamW, has_half
+
+        if "optim" in self.sft_args or not has_half(self._trainable):
+            return None
+        return MasterWeightAdamW, {"lr": args.learning_rate, "betas": (args.adam_beta1, args.adam_beta2),
+                                   "eps": args.adam_epsilon}
+
     # -- persistence --------------------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
         """What `load` rebuilds the policy with (the pixel budget lives in the saved processor)."""
@@ -581,13 +695,22 @@ class HFPolicy(Policy):
                 "images": self.use_images, "seed": self.seed, "max_prompt_tokens": self.max_prompt_tokens,
                 "crop_status_bar": self.crop_status_bar,
                 "gradient_checkpointing": self.gradient_checkpointing,
-                "sft_batch_size": self.sft_batch_size, "device": str(self.device)}
+                "sft_batch_size": self.sft_batch_size, "device": str(self.device),
+                "dtype": str(self.dtype).removeprefix("torch."), "lora_r": self.lora_r,
+                "lora_alpha": self.lora_alpha, "lora_dropout": self.lora_dropout,
+                "lora_targets": self.lora_targets}
 
     def save(self, path: str | Path) -> None:
-        """Weights (safetensors), processor/tokenizer and policy settings, loadable by `HFPolicy.load`."""
+        """Weights (safetensors), processor/tokenizer and policy settings, loadable by `HFPolicy.load`. Under
+        LoRA: the base weights as the bare model's checkpoint (loadable without peft) and the adapters in
+        ADAPTER_DIR (peft's format)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
+        if self.lora_r:
+            self.base_model().save_pretrained(path, state_dict=base_state_dict(self.model))
+            self.model.save_pretrained(path / ADAPTER_DIR, save_embedding_layers=False)
+        else:
+            self.model.save_pretrained(path)
         self.processor.save_pretrained(path)
         (path / SETTINGS_FILE).write_text(json.dumps(self.settings(), indent=1))
         from safetensors.torch import save_file
@@ -598,10 +721,26 @@ class HFPolicy(Policy):
     @classmethod
     def load(cls, path: str | Path, **kwargs: Any) -> HFPolicy:
         """A policy saved by `save` (its settings are defaults; kwargs override them). A checkpoint without a
-        value head (an SFT or RFT one) gets a fresh zero-initialised head."""
+        value head (an SFT or RFT one) gets a fresh zero-initialised head. A LoRA checkpoint's adapters are
+        restored (its LoRA settings cannot be overridden)."""
         settings_file = Path(path) / SETTINGS_FILE
         settings = json.loads(settings_file.read_text()) if settings_file.exists() else {}
+        adapter = Path(path) / ADAPTER_DIR / "adapter_model.safetensors"
+        if adapter.exists():
+            changed = [f"{k}={kwargs[k]!r}" for k in ("lora_r", "lora_alpha", "lora_dropout", "lora_targets")
+                       if k in kwargs and kwargs[k] != settings.get(k)]
+            if changed:
+                raise ValueError(f"{path} holds LoRA adapters of rank {settings.get('lora_r')}; "
+                                 f"{', '.join(changed)} would not fit them (load without LoRA overrides)")
         policy = cls(model=path, **{**settings, **kwargs})
+        if adapter.exists():
+            from safetensors.torch import load_file
+
+            peft = require_peft()
+            result = peft.set_peft_model_state_dict(policy.model, load_file(str(adapter), device="cpu"))
+            if result.unexpected_keys:
+                raise ValueError(f"{adapter}: adapter weights {result.unexpected_keys[:3]} fit no layer of "
+                                 "the model")
         head = Path(path) / VALUE_HEAD_FILE
         if head.exists():
             from safetensors.torch import load_file

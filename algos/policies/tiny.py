@@ -1,7 +1,8 @@
 """Tiny Hugging Face models built offline (no downloads): a Qwen2 byte-level BPE tokenizer trained on
 SimDroid text with a ChatML template, a Qwen2 causal LM, a LLaVA-style VLM (CLIP vision tower + Qwen2 text
-model) and a Qwen3-VL (the paper's model class: vision start/pad/end tokens, `image_grid_thw`, dynamic
-resolution, multimodal RoPE). Tests and smoke runs use them so that `HFPolicy` runs the same code path as a
+model), a Qwen3-VL (the paper's model class: vision start/pad/end tokens, `image_grid_thw`, dynamic
+resolution, multimodal RoPE) and a Qwen2.5-VL (the same interface; a windowed-attention vision tower with a
+gated MLP). Tests and smoke runs use them so that `HFPolicy` runs the same code path as a
 real Qwen checkpoint, in seconds on a CPU."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from transformers import (
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen2Tokenizer,
@@ -169,16 +172,21 @@ def build_tiny_vlm(tokenizer: Qwen2Tokenizer, seed: int = 0
     return model, processor
 
 
+def _vision_token_ids(tokenizer: Qwen2Tokenizer) -> dict[str, int]:
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END)}
+    missing = [t for t, i in ids.items() if i is None or i == tokenizer.unk_token_id]
+    if missing:
+        raise ValueError(f"the tokenizer lacks Qwen-VL's tokens {missing}; build it with qwen_vl_tokenizer")
+    return ids
+
+
 def qwen3_vl_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, layers: int = 2, heads: int = 4,
                     kv_heads: int = 2, intermediate_size: int | None = None, head_dim: int = 16,
                     vision: dict[str, Any] | None = None) -> Qwen3VLConfig:
     """A Qwen3-VL config for `tokenizer` (which holds the vision tokens). Defaults: a ~0.2M-parameter model
     (hidden 64, 2 layers; a 2-block vision tower of width 32 on 8-pixel patches). `qwen3_vl_4b_config`
     gives the real 4B's shape."""
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END)}
-    missing = [t for t, i in ids.items() if i is None or i == tokenizer.unk_token_id]
-    if missing:
-        raise ValueError(f"the tokenizer lacks Qwen-VL's tokens {missing}; build it with qwen_vl_tokenizer")
+    ids = _vision_token_ids(tokenizer)
     half = head_dim // 2  # multimodal RoPE: the rotary pairs split over (time, height, width), as Qwen3-VL's
     section = [half - 2 * (half * 5 // 16), half * 5 // 16, half * 5 // 16]  # [24, 20, 20] at head_dim 128
     text = dict(vocab_size=len(tokenizer), hidden_size=hidden_size,
@@ -209,6 +217,25 @@ def qwen3_vl_4b_config(tokenizer: Qwen2Tokenizer) -> Qwen3VLConfig:
                            intermediate_size=9728, head_dim=128, vision=vision)
 
 
+def qwen2_5_vl_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, layers: int = 2) -> Qwen2_5_VLConfig:
+    """A ~0.2M-parameter Qwen2.5-VL config for `tokenizer` (from `qwen_vl_tokenizer`): text hidden 64, 2
+    layers, head_dim 16 with Qwen2.5-VL's multimodal RoPE split in its proportions (16:24:24 of 64 rotary
+    pairs at head_dim 128 -> 2:3:3 of 8); a 2-block vision tower of width 32 on 8-pixel patches, windowed
+    attention over 2x2 merged tokens in block 0, full attention in block 1 (as the real tower alternates)."""
+    ids = _vision_token_ids(tokenizer)
+    text = dict(vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                max_position_embeddings=8192, bos_token_id=None,
+                rope_parameters=dict(rope_type="default", rope_theta=1e6, mrope_section=[2, 3, 3]),
+                pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=QWEN_VL_PATCH,
+                  window_size=4 * QWEN_VL_PATCH, fullatt_block_indexes=[1], out_hidden_size=hidden_size,
+                  spatial_merge_size=2, temporal_patch_size=2)
+    return Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=ids[IMAGE_PAD],
+                            video_token_id=ids[VIDEO_PAD], vision_start_token_id=ids[VISION_START],
+                            vision_end_token_id=ids[VISION_END], tie_word_embeddings=True)
+
+
 def qwen_vl_tokenizer(tokenizer: Qwen2Tokenizer) -> Qwen2Tokenizer:
     """A copy of the tiny tokenizer with Qwen-VL's vision tokens and image chat template added."""
     specials = [IM_START, IM_END, VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD]
@@ -219,15 +246,15 @@ def qwen_vl_tokenizer(tokenizer: Qwen2Tokenizer) -> Qwen2Tokenizer:
 
 def tiny_qwen_vl_processor(tokenizer: Qwen2Tokenizer, patch_size: int = QWEN_VL_PATCH,
                            min_pixels: int = QWEN_VL_MIN_PIXELS,
-                           max_pixels: int = QWEN_VL_MAX_PIXELS) -> Any:
-    """Qwen-VL's processor (its image processor: dynamic resolution within [min_pixels, max_pixels], sides
-    multiples of patch x merge) over a tokenizer from `qwen_vl_tokenizer`."""
+                           max_pixels: int = QWEN_VL_MAX_PIXELS, model_type: str = "qwen3_vl") -> Any:
+    """Qwen-VL's processor for `model_type` (its image processor: dynamic resolution within [min_pixels,
+    max_pixels], sides multiples of patch x merge) over a tokenizer from `qwen_vl_tokenizer`."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     image_processor = Qwen2VLImageProcessorPil(
         patch_size=patch_size, temporal_patch_size=2, merge_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3,
         size={"shortest_edge": min_pixels, "longest_edge": max_pixels})
-    return qwen_vl_processor(image_processor, tokenizer, QWEN_VL_CHAT_TEMPLATE)
+    return qwen_vl_processor(image_processor, tokenizer, QWEN_VL_CHAT_TEMPLATE, model_type)
 
 
 def build_tiny_qwen3_vl(tokenizer: Qwen2Tokenizer, seed: int = 0, config: Qwen3VLConfig | None = None,
@@ -250,7 +277,21 @@ def build_tiny_qwen3_vl(tokenizer: Qwen2Tokenizer, seed: int = 0, config: Qwen3V
                                          QWEN_VL_MAX_PIXELS * scale)
 
 
-TINY_MODELS = ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl")  # `policy.hf_model` names built offline
+def build_tiny_qwen2_5_vl(tokenizer: Qwen2Tokenizer, seed: int = 0
+                          ) -> tuple[Qwen2_5_VLForConditionalGeneration, Any]:
+    """A Qwen2.5-VL (`qwen2_5_vl_config`) with random weights from `seed` and its processor (hf.py's
+    `QwenVLImagesProcessor` over Qwen2.5-VL's processor class; the same image processor and budget as the
+    tiny Qwen3-VL). `tokenizer` is the plain tiny one."""
+    tokenizer = qwen_vl_tokenizer(tokenizer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2_5_VLForConditionalGeneration(qwen2_5_vl_config(tokenizer))
+    _finish(model, tokenizer)
+    return model, tiny_qwen_vl_processor(tokenizer, model_type="qwen2_5_vl")
+
+
+# `policy.hf_model` names built offline
+TINY_MODELS = ("tiny-lm", "tiny-vlm", "tiny-qwen3-vl", "tiny-qwen2.5-vl")
 
 
 def build_named(name: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
@@ -262,14 +303,17 @@ def build_named(name: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
         return build_tiny_vlm(tokenizer, seed)
     if name == "tiny-qwen3-vl":
         return build_tiny_qwen3_vl(tokenizer, seed)
+    if name == "tiny-qwen2.5-vl":
+        return build_tiny_qwen2_5_vl(tokenizer, seed)
     raise ValueError(f"unknown tiny model {name!r}; expected one of {', '.join(TINY_MODELS)}")
 
 
 def save_tiny(path: str | Path, kind: str = "lm", seed: int = 0) -> Path:
-    """Write a tiny model + tokenizer/processor directory that loads like a real checkpoint (kind lm, vlm or
-    qwen3-vl)."""
-    if kind not in ("lm", "vlm", "qwen3-vl"):
-        raise ValueError(f"kind must be 'lm', 'vlm' or 'qwen3-vl', got {kind!r}")
+    """Write a tiny model + tokenizer/processor directory that loads like a real checkpoint (kind lm, vlm,
+    qwen3-vl or qwen2.5-vl)."""
+    kinds = [m.removeprefix("tiny-") for m in TINY_MODELS]
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {', '.join(kinds)}, got {kind!r}")
     path = Path(path)
     model, processor = build_named(f"tiny-{kind}", seed)
     model.save_pretrained(path)

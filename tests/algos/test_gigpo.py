@@ -12,6 +12,7 @@ import pytest
 from algos.buffer import Group
 from algos.gigpo import GiGPO, GiGPOConfig, anchor_classes, discounted_returns, gigpo_advantages
 from algos.grpo import GRPO, GRPOConfig
+from algos.loop import RunContext
 from algos.policies.small import SmallPolicy
 from algos.prompt import render_response
 from tests.algos.test_forks import screen
@@ -194,8 +195,8 @@ def test_update_learns_the_faster_action_from_a_group_of_successes(wifi_screens)
 # -- configuration ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("override", "message"), [
     ("gigpo.anchor=fuzzy", "gigpo.anchor='fuzzy': expected one of robust, exact"),
-    ("gigpo.gamma=1.5", "gigpo.gamma=1.5: expected a value in [0, 1]"),
-    ("gigpo.step_weight=-1", "gigpo.step_weight=-1.0: expected a value >= 0"),
+    ("gigpo.gamma=1.5", "gigpo.gamma=1.5: expected a finite value in [0, 1]"),
+    ("gigpo.step_weight=-1", "gigpo.step_weight=-1.0: expected a finite value >= 0"),
 ])
 def test_config_errors_name_the_bad_value(override, message):
     from experiments.config import TrainConfig, parse
@@ -215,7 +216,8 @@ def test_robust_anchors_need_screenshots():
         assert algo.needs_pixels and not GiGPO(GiGPOConfig(anchor="exact")).needs_pixels
         with pytest.raises(ValueError, match="gigpo.anchor=robust compares screenshots"):
             algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
-        algo.replay_env = {"observation_mode": "full", "render_scale": 0.1, "noise": "default"}
+        replay = {"observation_mode": "full", "render_scale": 0.1, "noise": "default"}
+        algo.setup(RunContext(replay_env=replay))
         cfg = algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
         assert cfg.keep_frames and cfg.frames_of == "scored" and cfg.replay_frames == algo.replay_env
     finally:

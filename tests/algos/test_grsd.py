@@ -13,14 +13,15 @@ import torch
 from algos.branch import Branch, play
 from algos.buffer import Group
 from algos.forks.examples import ForkCheck, ForkExamples, find_forks, load_run_forks
-from algos.grsd import GRSD, GRSDConfig, mix_samples, verify_forks
-from algos.loop import train_loop
+from algos.grsd import GRSD, mix_samples, verify_forks
+from algos.loop import RunContext, train_loop
 from algos.policies.base import Policy, PolicyOutput
 from algos.policies.simple import ExpertPolicy
 from algos.prompt import render_prompt, render_response
 from algos.rft import success_samples
 from algos.rollout import RolloutConfig, collect
 from algos.run import Run
+from tests.algos.standalone import grsd_alone
 from voyager_gym.actions import Action
 from voyager_gym.env import app_names
 from voyager_gym.suites import TrainGenerator
@@ -151,7 +152,7 @@ class RecordingPolicy(Policy):
 
 
 def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
-    algo = GRSD(GRSDConfig(fork_repeat=2))
+    algo = GRSD(grsd_alone(fork_repeat=2))
     pol = RecordingPolicy()
     m = algo.update(pol, groups[:2], iteration=1, seed=0)
     success_steps = sum(len(t.steps) for g in groups[:2] for t in g.successes)
@@ -168,7 +169,7 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
         got = [r for x, r in pol.samples if x.pixels is bad.steps[2].frame]
         assert got == [ok.steps[2].response] * 2
     # the control arm finds and logs the same forks but fine-tunes on the pooled successes only
-    control = GRSD(GRSDConfig(fork_repeat=2, train_on_forks=False))
+    control = GRSD(grsd_alone(fork_repeat=2, train_on_forks=False))
     mc = control.update(pol, groups[:2], iteration=1, seed=0)
     assert mc["grsd/forks"] == 2 and mc["grsd/fork_samples"] == 0 and mc["grsd/fork_share"] == 0.0
     assert mc["train/sft_samples"] == len(pol.samples) == success_steps
@@ -184,39 +185,36 @@ def test_update_mixes_fork_samples_with_the_pooled_successes(groups):
 def test_demos_join_the_success_part_and_are_required_once_asked_for(groups):
     """grsd.demos: the base's demonstrations are fine-tuned on beside the pooled successes every update;
     asking for them without handing any over is an error naming the setting."""
-    algo = GRSD(GRSDConfig(demos=True))
+    algo = GRSD(grsd_alone(demos=True))
     with pytest.raises(ValueError, match="grsd.demos=true: no demonstrations"):
         algo.update(RecordingPolicy(), groups[:2], iteration=1, seed=0)
     demo = [(g.trajectories[0].steps[0].policy_input(), "demo-response") for g in groups[:3]]
-    algo = GRSD(GRSDConfig(demos=True))
-    algo.demo_samples = demo
+    algo = GRSD(grsd_alone(demos=True), RunContext(demo_samples=demo))
     pol = RecordingPolicy()
     m = algo.update(pol, groups[:2], iteration=1, seed=0)
     success_steps = sum(len(t.steps) for g in groups[:2] for t in g.successes)
     assert m["train/demo_samples"] == 3 and m["grsd/rft_samples"] == success_steps + 3
     assert [r for _, r in pol.samples].count("demo-response") == 3
     assert m["train/sft_samples"] == len(pol.samples) == m["grsd/fork_samples"] + success_steps + 3
-    assert GRSD(GRSDConfig()).update(RecordingPolicy(), groups[:2], 1, seed=0)["train/demo_samples"] == 0
+    assert GRSD(grsd_alone()).update(RecordingPolicy(), groups[:2], 1, seed=0)["train/demo_samples"] == 0
 
 
 def test_max_rft_samples_caps_the_rft_part_with_a_fresh_draw_each_update(groups):
     """grsd.max_rft_samples: the RFT part (pool and demonstrations) is cut to that many samples, drawn by the
     update's seed; the fork samples are all kept."""
     demo = [(g.trajectories[0].steps[0].policy_input(), f"demo-{i}") for i, g in enumerate(groups)]
-    algo = GRSD(GRSDConfig(demos=True, max_rft_samples=5))
-    algo.demo_samples = demo
+    algo = GRSD(grsd_alone(demos=True, max_rft_samples=5), RunContext(demo_samples=demo))
     pol = RecordingPolicy()
     m = algo.update(pol, groups[:2], iteration=1, seed=0)
     assert m["grsd/rft_samples"] == 5 and m["grsd/fork_samples"] == 2
     assert m["train/sft_samples"] == len(pol.samples) == 7
     picks = []
     for seed in (0, 1, 2, 3):
-        algo.pool = type(algo.pool)()
-        algo.update(pol, groups[:2], iteration=1, seed=seed)
+        again = GRSD(grsd_alone(demos=True, max_rft_samples=5), RunContext(demo_samples=demo))  # empty pool
+        again.update(pol, groups[:2], iteration=1, seed=seed)
         picks.append(sorted(r for _, r in pol.samples))
     assert len({tuple(p) for p in picks}) > 1  # another seed, another draw
-    uncapped = GRSD(GRSDConfig(demos=True))
-    uncapped.demo_samples = demo
+    uncapped = GRSD(grsd_alone(demos=True), RunContext(demo_samples=demo))
     assert uncapped.update(pol, groups[:2], iteration=1, seed=0)["grsd/rft_samples"] > 5
 
 
@@ -237,10 +235,10 @@ def test_fork_examples_save_load_and_keep_the_newest(groups, tmp_path):
 def test_grsd_refuses_elements_only_envs():
     envs = make_vec(1, "sync", observation_mode="elements")
     with pytest.raises(ValueError, match="render_scale"):
-        GRSD(GRSDConfig()).rollout_config(envs, 0, False)
+        GRSD(grsd_alone()).rollout_config(envs, 0, False)
     envs.close()
     with pytest.raises(ValueError, match="fork_mode"):
-        GRSD(GRSDConfig(fork_mode="exact"))
+        GRSD(grsd_alone(fork_mode="exact"))
 
 
 # -- verified forks (branching from snapshots) -------------------------------------------------------------
@@ -314,10 +312,10 @@ def test_branches_play_the_same_on_sync_and_pipelined_envs(groups, branch_envs):
 
 
 def test_verify_trains_on_verified_forks_only_and_counts_branch_steps(groups, branch_envs):
-    algo = GRSD(GRSDConfig(verify=True, branch_k=2))
-    with pytest.raises(ValueError, match="train_loop sets algo.envs"):
+    algo = GRSD(grsd_alone(verify=True, branch_k=2))
+    with pytest.raises(ValueError, match="train_loop binds them"):
         algo.update(GivesUpExpert(), groups, iteration=1, seed=0)
-    algo.envs = branch_envs
+    algo.bind(branch_envs)
     pol = GivesUpExpert()
     m = algo.update(pol, groups, iteration=1, seed=0)
     assert m["grsd/forks"] == 3 and m["grsd/fork_samples"] == 3 and m["grsd/fork_precision_branching"] == 1.0
@@ -326,19 +324,19 @@ def test_verify_trains_on_verified_forks_only_and_counts_branch_steps(groups, br
     rec = algo.examples.records[0]
     assert (rec["branch_k"], rec["teacher_wins"], rec["failed_wins"]) == (2, 2, 0)
     # the plain expert ties every fork: verify keeps none of them, `branch` alone only measures
-    m = GRSD(GRSDConfig(verify=True, branch_k=2))
-    m.envs = branch_envs
+    m = GRSD(grsd_alone(verify=True, branch_k=2))
+    m.bind(branch_envs)
     pol = RecordingExpert()
     got = m.update(pol, groups, iteration=1, seed=0)
     assert got["grsd/fork_precision_branching"] == 0.0 and got["grsd/fork_samples"] == 0
-    measure = GRSD(GRSDConfig(branch=True, branch_k=2))
-    measure.envs = branch_envs
+    measure = GRSD(grsd_alone(branch=True, branch_k=2))
+    measure.bind(branch_envs)
     got = measure.update(pol, groups, iteration=1, seed=0)
     assert got["grsd/fork_precision_branching"] == 0.0 and got["grsd/fork_samples"] == 3
-    off = GRSD(GRSDConfig()).update(pol, groups, iteration=1, seed=0)
+    off = GRSD(grsd_alone()).update(pol, groups, iteration=1, seed=0)
     assert math.isnan(off["grsd/fork_precision_branching"]) and off["train/update_env_steps"] == 0
     with pytest.raises(ValueError, match="branch_k=0"):
-        GRSD(GRSDConfig(branch_k=0))
+        GRSD(grsd_alone(branch_k=0))
 
 
 def test_the_fork_picture_shows_the_branching_result(groups):
@@ -374,7 +372,7 @@ def small_run(tmp_path_factory):
     try:
         policy = bc_small_policy(E2E_TASKS, envs)
         run = Run(out, {"algo": "grsd"}, wandb_mode="disabled")
-        cfg = GRSDConfig(iterations=1, instances_per_iter=6, group_size=4, epochs=1, branch=True, branch_k=2)
+        cfg = grsd_alone(iterations=1, instances_per_iter=6, group_size=4, epochs=1, branch=True, branch_k=2)
         train_loop(GRSD(cfg), policy, envs, run, E2E_TASKS, seed=0, eval_n_per_task=1)
         run.close()
     finally:
@@ -397,7 +395,7 @@ def test_one_grsd_iteration_with_the_small_policy(small_run):
     assert ckpt.name == "it_1" and len(ex) == last["grsd/forks"]
     assert (ckpt / "successes.parquet").exists()
     # resuming restores the pooled successes and the kept forks
-    algo = GRSD(GRSDConfig())
+    algo = GRSD(grsd_alone())
     algo.load_state(ckpt)
     assert len(algo.examples) == len(ex) and len(algo.pool) >= 1
 
@@ -414,7 +412,7 @@ def test_the_loop_counts_an_updates_own_env_steps(tmp_path):
     envs = make_vec(2, "sync", render_scale=0.1, noise="none")
     try:
         run = Run(tmp_path / "run", {"algo": "grsd"}, wandb_mode="disabled")
-        algo = StepsOfItsOwn(GRSDConfig(iterations=1, instances_per_iter=2, group_size=2))
+        algo = StepsOfItsOwn(grsd_alone(iterations=1, instances_per_iter=2, group_size=2))
         train_loop(algo, RecordingExpert(), envs, run, ["SystemWifiTurnOn"], seed=0, eval_n_per_task=1)
         run.close()
     finally:
@@ -466,7 +464,7 @@ def test_one_grsd_update_and_iteration_with_the_tiny_vlm(tmp_path):
     # the update on hand-made groups: fork samples carry the failed step's screenshot into TRL's SFT
     groups = detour_groups(["SystemWifiTurnOn"], scale=0.05)
     before = [p.detach().clone() for p in policy.model.parameters()]
-    m = GRSD(GRSDConfig(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
+    m = GRSD(grsd_alone(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
     assert m["grsd/forks"] == 1 and m["train/sft_samples"] == 1 + len(groups[0].trajectories[0].steps)
     assert math.isfinite(m["losses/sft"])
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters(), strict=True))
@@ -474,7 +472,7 @@ def test_one_grsd_update_and_iteration_with_the_tiny_vlm(tmp_path):
     envs = make_vec(2, "sync", observation_mode="full", render_scale=0.05, noise="default")
     try:
         run = Run(tmp_path / "hf", {"algo": "grsd"}, wandb_mode="disabled")
-        cfg = GRSDConfig(iterations=1, instances_per_iter=1, group_size=2, epochs=1)
+        cfg = grsd_alone(iterations=1, instances_per_iter=1, group_size=2, epochs=1)
         train_loop(GRSD(cfg), policy, envs, run, ["SystemWifiTurnOn"], seed=0, eval_n_per_task=1)
         run.close()
     finally:
@@ -509,7 +507,7 @@ def test_per_group_pools_only_the_shortest_successes(groups):
     longer = dataclasses.replace(ok, traj_id=tid, steps=steps)
     g2 = dataclasses.replace(g, trajectories=[longer, ok, bad])
     for k, expected in ((1, len(ok.steps)), (0, 2 * len(ok.steps) + 1)):
-        m = GRSD(GRSDConfig(per_group=k)).update(RecordingPolicy(), [g2], iteration=1, seed=0)
+        m = GRSD(grsd_alone(per_group=k)).update(RecordingPolicy(), [g2], iteration=1, seed=0)
         assert m["grsd/rft_samples"] == expected, k
 
 

@@ -15,6 +15,7 @@ from algos.buffer import Group
 from algos.forks.examples import find_forks
 from algos.grpo import GRPO, GRPOConfig
 from algos.grsd_grpo import GRSDGRPO, GRSDGRPOConfig, cycled_batches
+from algos.loop import RunContext
 from algos.policies.small import SmallPolicy
 from algos.registry import algorithm_names, algorithm_spec, config_section, make_algorithm
 from experiments import config as C
@@ -128,7 +129,7 @@ def test_frames_of_mixed_groups_as_grsd_keeps_them():
         assert algo.needs_pixels
         with pytest.raises(ValueError, match="grsd-grpo compares screenshots.*render_scale"):
             algo.rollout_config(envs, 0, False)
-        algo.replay_env = {"observation_mode": "full", "render_scale": 0.25}
+        algo.setup(RunContext(replay_env={"observation_mode": "full", "render_scale": 0.25}))
         pol = SmallPolicy(app_names(), seed=0)
         cfg = algo.rollout_config(envs, 0, False, pol)
         assert cfg.keep_frames and cfg.frames_of == "mixed" and cfg.replay_frames == algo.replay_env

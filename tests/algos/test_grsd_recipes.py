@@ -12,11 +12,12 @@ import torch
 from algos.buffer import Group
 from algos.forklevel import action_json, fork_states, measure, paired_bootstrap, reach
 from algos.forks.examples import find_forks
-from algos.grsd import GRSD, GRSDConfig
+from algos.grsd import GRSD
 from algos.policies.base import Policy, PolicyOutput
 from algos.policies.simple import ExpertPolicy
 from algos.prompt import render_response
 from algos.rollout import RolloutConfig, collect
+from tests.algos.standalone import grsd_alone
 from tests.algos.test_grsd import E2E_TASKS, bc_small_policy, detour_groups
 from voyager_gym.actions import Action, parse_action
 from voyager_gym.suites import TrainGenerator
@@ -107,7 +108,7 @@ class Recording(Policy):
 
 # -- the paper's recipe ----------------------------------------------------------------------------------
 def test_paper_recipe_alternates_fork_rounds_on_d_alone_with_rft_rounds(groups):
-    algo = GRSD(GRSDConfig(recipe="paper"))
+    algo = GRSD(grsd_alone(recipe="paper"))
     pol = Recording()
     m1 = algo.update(pol, groups, iteration=1, seed=0)  # a GRSD round: the fork set D and nothing else
     (samples, weights), = pol.calls
@@ -124,7 +125,7 @@ def test_paper_recipe_alternates_fork_rounds_on_d_alone_with_rft_rounds(groups):
     assert {r for _, r in samples2} <= ok
     assert len(samples2) == sum(len(t.steps) for g in groups for t in g.successes)
     # the replay recipe mixes both every iteration, as before
-    mixed = GRSD(GRSDConfig())
+    mixed = GRSD(grsd_alone())
     pol = Recording()
     m = mixed.update(pol, groups, iteration=1, seed=0)
     assert m["grsd/round"] == 0 and m["grsd/fork_samples"] == 3 and m["grsd/rft_samples"] > 0
@@ -135,7 +136,7 @@ def test_the_paper_teacher_is_the_shortest_success_and_all_pairs_uses_every_one(
         shortest, longer, failed = g.trajectories
         assert shortest.success and longer.success and not failed.success
         assert len(longer.steps) == len(shortest.steps) + 1
-        paper = GRSD(GRSDConfig(recipe="paper"))
+        paper = GRSD(grsd_alone(recipe="paper"))
         assert paper.teacher == "shortest"
         forks = find_forks([g], "robust", teacher=paper.teacher)
         assert {f.teacher.traj_id for f in forks} == {shortest.traj_id}
@@ -147,7 +148,7 @@ def test_the_paper_teacher_is_the_shortest_success_and_all_pairs_uses_every_one(
 
 
 def test_a_pooled_fork_is_retired_once_the_greedy_action_is_its_label(groups):
-    algo = GRSD(GRSDConfig(fork_pool=True, greedy_weight=3.0, recipe="paper", teacher="similar"))
+    algo = GRSD(grsd_alone(fork_pool=True, greedy_weight=3.0, recipe="paper", teacher="similar"))
     forks = find_forks(groups, "robust")
     failed_at = {(f.failed.goal, f.failed_step): f.steps[0].response for f in forks}
     pol = Recording(failed_at)  # greedy = the failed action at every fork state: counted and weighted
@@ -166,11 +167,11 @@ def test_a_pooled_fork_is_retired_once_the_greedy_action_is_its_label(groups):
 
 
 def test_pool_survives_a_checkpoint(groups, tmp_path):
-    algo = GRSD(GRSDConfig(fork_pool=True))
+    algo = GRSD(grsd_alone(fork_pool=True))
     algo.update(Recording(), groups, iteration=1, seed=0)
     for name, obj in algo.state().items():
         obj.save(tmp_path / name)
-    again = GRSD(GRSDConfig(fork_pool=True))
+    again = GRSD(grsd_alone(fork_pool=True))
     again.load_state(tmp_path)
     assert len(again.forks) == 3 and again.last_keys == algo.last_keys and again.last_keys
 
@@ -178,8 +179,8 @@ def test_pool_survives_a_checkpoint(groups, tmp_path):
 def test_oracle_labels_are_the_experts_action_at_the_same_states(envs):
     g = scripted_groups({1: 2}, {0: 2})  # the only success waits at step 2: its teacher action is "wait"
     pol = Recording()
-    algo = GRSD(GRSDConfig(fork_mode="oracle", recipe="paper"))
-    algo.envs = envs
+    algo = GRSD(grsd_alone(fork_mode="oracle", recipe="paper"))
+    algo.bind(envs)
     m = algo.update(pol, g, iteration=1, seed=0)
     (samples, _), = pol.calls
     forks = find_forks(g, "robust", teacher="shortest")
@@ -191,7 +192,7 @@ def test_oracle_labels_are_the_experts_action_at_the_same_states(envs):
         f = next(f for f in forks if f.failed.goal == x.goal)
         expert = next(s for s in f.teacher.steps[3:4])  # after its wait the success follows the expert
         assert action_json(a) == action_json(expert.action)
-    teacher = GRSD(GRSDConfig(recipe="paper"))
+    teacher = GRSD(grsd_alone(recipe="paper"))
     pol = Recording()
     teacher.update(pol, g, iteration=1, seed=0)
     assert all(parse_action(r).action_type == "wait" for _, r in pol.calls[0][0])
@@ -278,9 +279,9 @@ class Table(Recording):
 
 @pytest.mark.parametrize("learns", [True, False])
 def test_the_fork_level_measure_sees_exactly_the_fixes_an_update_makes(groups, envs, learns):
-    algo = GRSD(GRSDConfig(recipe="paper", fork_eval=True, fork_eval_arms=["control", "oracle"],
+    algo = GRSD(grsd_alone(recipe="paper", fork_eval=True, fork_eval_arms=["control", "oracle"],
                            fork_eval_transfer=0))
-    algo.envs = envs
+    algo.bind(envs)
     m = algo.update(Table(groups, learns), groups, iteration=1, seed=0)
     assert m["forklevel/states"] == m["forklevel/reached"] == 3
     assert m["forklevel/greedy_failed"] == 1.0 and m["forklevel/teacher_is_expert"] == 1.0
@@ -322,7 +323,7 @@ def test_bad_recipe_settings_are_named():
                       ({"fork_eval_arms": ["ppo"]}, "'ppo'"), ({"greedy_weight": 0.0}, "greedy_weight=0.0"),
                       ({"fork_mode": "expert"}, "'expert'")):
         with pytest.raises(ValueError, match=match):
-            GRSD(GRSDConfig(**kw))
+            GRSD(grsd_alone(**kw))
 
 
 def test_small_policy_fork_eval_iteration_runs_every_arm():
@@ -332,8 +333,8 @@ def test_small_policy_fork_eval_iteration_runs_every_arm():
         policy = bc_small_policy(E2E_TASKS, envs)
         gs = collect(policy, envs, TrainGenerator(E2E_TASKS, seed=0).take(6),
                      RolloutConfig(group_size=4, thumb_width=0, keep_frames=True, seed=0))
-        algo = GRSD(GRSDConfig(recipe="paper", fork_eval=True, fork_eval_transfer=1, epochs=1))
-        algo.envs = envs
+        algo = GRSD(grsd_alone(recipe="paper", fork_eval=True, fork_eval_transfer=1, epochs=1))
+        algo.bind(envs)
         m = algo.update(policy, gs, iteration=1, seed=0)
     finally:
         envs.close()
@@ -355,8 +356,8 @@ def test_the_fork_level_measurement_leaves_training_unchanged():
         weights, metrics = [], []
         for on in (False, True):
             pol = base.copy()
-            algo = GRSD(GRSDConfig(recipe="paper", fork_eval=on, fork_eval_transfer=1, epochs=1))
-            algo.envs = envs
+            algo = GRSD(grsd_alone(recipe="paper", fork_eval=on, fork_eval_transfer=1, epochs=1))
+            algo.bind(envs)
             torch.manual_seed(5)
             metrics.append(algo.update(pol, gs, iteration=1, seed=3))
             weights.append([p.detach().clone() for p in pol.model.parameters()])
@@ -370,11 +371,11 @@ def test_the_fork_level_measurement_leaves_training_unchanged():
 
 
 def test_fork_eval_until_measures_the_first_iterations_only(groups, envs):
-    algo = GRSD(GRSDConfig(fork_eval=True, fork_eval_until=1, fork_eval_arms=["control"],
+    algo = GRSD(grsd_alone(fork_eval=True, fork_eval_until=1, fork_eval_arms=["control"],
                            fork_eval_transfer=0))
-    algo.envs = envs
+    algo.bind(envs)
     first = algo.update(Table(groups), groups, iteration=1, seed=0)
     later = algo.update(Table(groups), [], iteration=2, seed=1)
     assert first["forklevel/states"] == 3 and "forklevel/states" not in later
     with pytest.raises(ValueError, match="fork_eval_until=-1"):
-        GRSD(GRSDConfig(fork_eval_until=-1))
+        GRSD(grsd_alone(fork_eval_until=-1))

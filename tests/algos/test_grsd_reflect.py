@@ -26,6 +26,7 @@ from algos.grsd_reflect import (
     true_fork_steps,
     turn_weights,
 )
+from algos.loop import RunContext
 from algos.policies.small import SmallPolicy
 from algos.registry import algorithm_spec, make_algorithm
 from algos.rollout import RolloutConfig, collect
@@ -63,11 +64,8 @@ def exact(**kw) -> GRSDReflectConfig:
 
 def failed_weights(algo: GRSDReflect, policy: SmallPolicy, gs: list[Group]) -> dict[str, np.ndarray]:
     """traj_id -> the per-turn weights A_t / A of each failed rollout, as the update would train on."""
-    algo._policy = policy
-    try:
+    with algo.snapshot(policy):
         steps, _ = algo.advantages(gs)
-    finally:
-        algo._policy = None
     adv, _ = grpo_advantages(gs)
     out: dict[str, list[float]] = {}
     for s, a in steps:
@@ -164,8 +162,8 @@ def test_the_snapshot_takes_no_gradient(policy_groups):
     assert not all(torch.equal(a, b) for a, b in zip(start, weights(pol), strict=True))
     # the update's teacher gaps are those of an untouched copy of the start weights
     algo = GRSDReflect(exact())
-    algo._policy = copy.deepcopy(pol0)
-    again = algo.advantages(gs)[1]
+    with algo.snapshot(copy.deepcopy(pol0)):
+        again = algo.advantages(gs)[1]
     assert again["grsd_reflect/gap_abs"] == pytest.approx(m["grsd_reflect/gap_abs"], rel=1e-6)
 
 
@@ -182,8 +180,8 @@ def test_guidance_naming_the_mistake_moves_weight_onto_that_turn(policy_groups):
     for x in w.values():
         assert x[2] > 1.0 and x[2] > x[0] and x[2] > x[1], x
     algo = GRSDReflect(exact())
-    algo._policy = pol
-    _, metrics = algo.advantages(gs)
+    with algo.snapshot(pol):
+        _, metrics = algo.advantages(gs)
     assert metrics["grsd_reflect/credit_auc"] > 0.6 and metrics["grsd_reflect/credit_rollouts"] == 4
 
 
@@ -277,7 +275,7 @@ def test_structured_reflection_with_robust_screens_keeps_frames_of_mixed_groups(
         assert algo.needs_pixels
         with pytest.raises(ValueError, match="grsd-reflect compares screenshots"):
             algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
-        algo.replay_env = {"observation_mode": "full", "render_scale": 0.25}
+        algo.setup(RunContext(replay_env={"observation_mode": "full", "render_scale": 0.25}))
         cfg = algo.rollout_config(envs, 0, False, SmallPolicy(app_names(), seed=0))
         assert cfg.keep_frames and cfg.frames_of == "mixed"
         assert not GRSDReflect(exact()).needs_pixels

@@ -1,6 +1,6 @@
-"""HFPolicy on the tiny Qwen3-VL (the paper's model class, built offline) with SimDroid screenshots: prompts
-with Qwen-VL's vision tokens, act / log_probs / values, fit_sft, GRPO, PPO and GRSD updates, save/load; and
-fit_sft's per-sample weights (tiny causal LM)."""
+"""HFPolicy on the tiny Qwen3-VL (the paper's model class, built offline) and Qwen2.5-VL with SimDroid
+screenshots: prompts with Qwen-VL's vision tokens, act / log_probs / values, fit_sft, GRPO, PPO and GRSD
+updates, save/load; and fit_sft's per-sample weights (tiny causal LM)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from algos.policies.tiny import (
     VISION_END,
     VISION_START,
     build_tiny_causal_lm,
+    build_tiny_qwen2_5_vl,
     build_tiny_qwen3_vl,
     expert_samples,
     save_tiny,
@@ -37,13 +38,19 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-def qwen_policy(tokenizer, **kwargs) -> HFPolicy:
-    model, processor = build_tiny_qwen3_vl(tokenizer, seed=0)
+BUILDERS = {"qwen3-vl": build_tiny_qwen3_vl, "qwen2.5-vl": build_tiny_qwen2_5_vl}  # save_tiny's kinds
+CLASSES = {"qwen3-vl": "Qwen3VLForConditionalGeneration", "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration"}
+each_qwen_vl = pytest.mark.parametrize("kind", list(BUILDERS))
+
+
+def qwen_policy(tokenizer, kind: str = "qwen3-vl", **kwargs) -> HFPolicy:
+    model, processor = BUILDERS[kind](tokenizer, seed=0)
     return HFPolicy(model, processor, **{"max_new_tokens": 12, **kwargs})
 
 
-def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(tokenizer, pixel_samples):
-    policy = qwen_policy(tokenizer)
+@each_qwen_vl
+def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(kind, tokenizer, pixel_samples):
+    policy = qwen_policy(tokenizer, kind)
     x = pixel_samples[1][0]
     text = policy.prompt_text(x)
     assert text.count(VISION_START + IMAGE_PAD + VISION_END) == 1 and x.history[0] in text  # history as text
@@ -53,19 +60,20 @@ def test_prompts_carry_one_screenshot_as_qwen_vl_vision_tokens(tokenizer, pixel_
     pad_id = policy.tokenizer.convert_tokens_to_ids(IMAGE_PAD)
     assert ((enc["input_ids"] == pad_id).sum(1) == 10).all()  # 40 patches merged 2x2 -> 10 image tokens
     assert enc["pixel_values"].shape[0] == 2 * 40
-    big = qwen_policy(tokenizer, min_pixels=64 * 64, max_pixels=128 * 128)
+    big = qwen_policy(tokenizer, kind, min_pixels=64 * 64, max_pixels=128 * 128)
     assert big.encode_prompts([x])["image_grid_thw"].tolist() == [[1, 16, 6]]  # 128x48: within the budget
-    cropped = qwen_policy(tokenizer, crop_status_bar=True)
+    cropped = qwen_policy(tokenizer, kind, crop_status_bar=True)
     assert cropped.image(x).size == (54, 115) and policy.image(x).size == (54, 120)  # 5 of 120 rows
     with pytest.raises(ValueError, match="min_pixels=5000, max_pixels=4096"):
-        qwen_policy(tokenizer, min_pixels=5000)
-    model, processor = build_tiny_qwen3_vl(tokenizer)
+        qwen_policy(tokenizer, kind, min_pixels=5000)
+    model, processor = BUILDERS[kind](tokenizer)
     with pytest.raises(ValueError, match="Qwen-VL image processor"):
         HFPolicy(model, processor.tokenizer, max_pixels=4096)
 
 
-def test_act_log_probs_values_and_padding(tokenizer, pixel_samples):
-    policy = qwen_policy(tokenizer)
+@each_qwen_vl
+def test_act_log_probs_values_and_padding(kind, tokenizer, pixel_samples):
+    policy = qwen_policy(tokenizer, kind)
     batch = [x for x, _ in pixel_samples[:4]]
     outs = policy.act(batch)
     assert len(outs) == 4 and all(o.action is None and math.isfinite(o.logprob) for o in outs)
@@ -86,8 +94,9 @@ def test_act_log_probs_values_and_padding(tokenizer, pixel_samples):
     assert policy.values(batch).shape == (4,)
 
 
-def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(tokenizer, pixel_samples):
-    policy = qwen_policy(tokenizer, sft_batch_size=4)
+@each_qwen_vl
+def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(kind, tokenizer, pixel_samples):
+    policy = qwen_policy(tokenizer, kind, sft_batch_size=4)
     data = pixel_samples[:4]
     xs, rs = [x for x, _ in data], [r for _, r in data]
     with torch.no_grad():
@@ -100,25 +109,31 @@ def test_fit_sft_scores_the_completion_and_trains_the_vision_tower(tokenizer, pi
                                                        strict=True))
 
 
-def test_grpo_ppo_and_grsd_updates(tokenizer, pixel_samples):
-    from algos.grpo import GRPO, GRPOConfig
-    from algos.grsd import GRSD, GRSDConfig
-    from algos.ppo import PPO, PPOConfig
+def scored_group(policy: HFPolicy, x) -> object:
+    """A group of 4 one-step rollouts on screen `x`: GOOD scores 1, BAD 0, each with the policy's log-prob."""
     from tests.algos.test_grpo import BAD, GOOD, make_group, make_traj
+
+    trajs = []
+    for k, (resp, score) in enumerate([(GOOD, 1.0), (BAD, 0.0), (GOOD, 1.0), (BAD, 0.0)]):
+        t = make_traj("w", k, [(x, resp)], score)
+        t.steps[0].frame = x.pixels
+        t.steps[0].logprob = float(policy.log_probs([x], [resp]).detach()[0])
+        trajs.append(t)
+    return make_group("w", trajs)
+
+
+@each_qwen_vl
+def test_grpo_ppo_and_grsd_updates(kind, tokenizer, pixel_samples):
+    from algos.grpo import GRPO, GRPOConfig
+    from algos.grsd import GRSD
+    from algos.ppo import PPO, PPOConfig
+    from tests.algos.standalone import grsd_alone
+    from tests.algos.test_grpo import BAD, GOOD
     from tests.algos.test_grsd import detour_groups
 
-    policy = qwen_policy(tokenizer, sft_batch_size=4)
+    policy = qwen_policy(tokenizer, kind, sft_batch_size=4)
     x = pixel_samples[0][0]
-
-    def group() -> object:  # GOOD scores 1, BAD 0, on the same screenshot
-        trajs = []
-        for k, (resp, score) in enumerate([(GOOD, 1.0), (BAD, 0.0), (GOOD, 1.0), (BAD, 0.0)]):
-            t = make_traj("w", k, [(x, resp)], score)
-            t.steps[0].frame = x.pixels
-            t.steps[0].logprob = float(policy.log_probs([x], [resp]).detach()[0])
-            trajs.append(t)
-        return make_group("w", trajs)
-
+    group = lambda: scored_group(policy, x)  # noqa: E731
     with torch.no_grad():
         before = policy.log_probs([x, x], [GOOD, BAD])
     m = GRPO(GRPOConfig(lr=1e-3, epochs=2, minibatch_size=4)).update(policy, [group()], 1, 0)
@@ -129,23 +144,25 @@ def test_grpo_ppo_and_grsd_updates(tokenizer, pixel_samples):
     assert m["train/pg_steps"] >= 1 and m["losses/value"] > 0
     groups = detour_groups(["SystemWifiTurnOn"], scale=0.05)
     weights = [p.detach().clone() for p in policy.model.parameters()]
-    m = GRSD(GRSDConfig(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
+    m = GRSD(grsd_alone(epochs=1, lr=1e-3)).update(policy, groups, iteration=1, seed=0)
     assert m["grsd/forks"] == 1 and math.isfinite(m["losses/sft"])  # the fork sample's screenshot trained
     assert any(not torch.equal(a, b) for a, b in zip(weights, policy.model.parameters(), strict=True))
 
 
-def test_save_load_round_trip_keeps_weights_settings_and_pixel_budget(tokenizer, pixel_samples, tmp_path):
-    policy = qwen_policy(tokenizer, max_pixels=48 * 48, crop_status_bar=True, seed=3)
+@each_qwen_vl
+def test_save_load_round_trip_keeps_weights_settings_and_pixel_budget(kind, tokenizer, pixel_samples,
+                                                                      tmp_path):
+    policy = qwen_policy(tokenizer, kind, max_pixels=48 * 48, crop_status_bar=True, seed=3)
     xs, rs = [x for x, _ in pixel_samples[:2]], [r for _, r in pixel_samples[:2]]
     policy.save(tmp_path / "p")
     loaded = HFPolicy.load(tmp_path / "p")
-    assert type(loaded.model).__name__ == "Qwen3VLForConditionalGeneration" and loaded.use_images
+    assert type(loaded.model).__name__ == CLASSES[kind] and loaded.use_images
     assert loaded.crop_status_bar and loaded.seed == 3
     assert loaded.processor.image_processor.size["longest_edge"] == 48 * 48
     with torch.no_grad():
         assert torch.equal(policy.log_probs(xs, rs), loaded.log_probs(xs, rs))
     assert loaded.prompt_text(xs[0]) == policy.prompt_text(xs[0])
-    bare = HFPolicy.from_pretrained(save_tiny(tmp_path / "tiny", kind="qwen3-vl"))
+    bare = HFPolicy.from_pretrained(save_tiny(tmp_path / "tiny", kind=kind))
     assert bare.use_images and bare.processor.image_token == IMAGE_PAD
 
 

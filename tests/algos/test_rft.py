@@ -64,14 +64,16 @@ def test_rft_with_demos_fine_tunes_on_the_base_demonstrations_too(tmp_path):
 
 
 def test_rft_demos_without_demonstrations_is_an_error_naming_the_setting():
+    from algos.loop import RunContext
     from algos.policies.small import SmallPolicy
     from algos.rft import RFT, RFTConfig
     from voyager_gym.env import app_names
 
-    algo = RFT(RFTConfig(demos=True))
+    algo = RFT(RFTConfig())  # demos=true: the experiments' RFT, the default
     with pytest.raises(ValueError, match="rft.demos=true: no demonstrations"):
         algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)
-    algo.demo_samples = []  # handed over, but the base was cloned from none (real emulators): nothing to add
+    algo.setup(RunContext(demo_samples=[]))  # handed over, but the base was cloned from none (real
+    # emulators): nothing to add
     assert algo.update(SmallPolicy(app_names(), seed=0), [], 0, seed=0)["train/sft_samples"] == 0
 
 
@@ -128,12 +130,13 @@ def test_pretrain_trains_once_and_is_deterministic(tmp_path, capsys):
     args = [a for a in SMALL if not a.startswith(("algo=", "rft.", "wandb="))]  # pretrain writes no run
     args.append(f"cache_dir={tmp_path / 'c'}")
     first = main(args)
-    cached = list((tmp_path / "c").iterdir())
+    cached = [p for p in (tmp_path / "c").iterdir() if p.is_dir()]  # beside it: made_by and a build lock
     assert len(cached) == 1 and (cached[0] / "done").exists()
     again = main(args)  # loaded from the cache: same weights, same evaluation
     fresh = main([*args[:-1], f"cache_dir={tmp_path / 'd'}"])  # retrained from scratch with the same seed
     assert first["pass_at_1"] == again["pass_at_1"] == fresh["pass_at_1"]
     assert first["per_task"] == fresh["per_task"] and 0.0 <= first["pass_at_1"] <= 1.0
-    weights = [next(d.iterdir()) / "policy" / "model.safetensors" for d in (tmp_path / "c", tmp_path / "d")]
+    weights = [next(p for p in d.iterdir() if p.is_dir()) / "policy" / "model.safetensors"
+               for d in (tmp_path / "c", tmp_path / "d")]
     assert weights[0].read_bytes() == weights[1].read_bytes()
     assert "Pass@1" in capsys.readouterr().out

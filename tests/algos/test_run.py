@@ -98,7 +98,7 @@ def run_loop(out: str, base: str, workers: int, iterations: int = 3) -> None:
     torch.set_num_threads(1)
     envs = make_vec(4, "pipelined", lanes=2, workers=workers, observation_mode="elements")
     run = Run(out, {"workers": workers}, wandb_mode="disabled")
-    algo = RFT(RFTConfig(iterations=iterations, instances_per_iter=6, group_size=4, epochs=2))
+    algo = RFT(RFTConfig(iterations=iterations, instances_per_iter=6, group_size=4, epochs=2, demos=False))
     try:
         train_loop(algo, SmallPolicy.load(base), envs, run, LOOP_TASKS, seed=3, eval_n_per_task=2)
     finally:

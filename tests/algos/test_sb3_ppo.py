@@ -80,8 +80,13 @@ def test_resume_continues_the_step_count_and_matches_an_unbroken_run(tmp_path):
 
 
 def test_bad_arguments_name_the_value(tmp_path):
-    with pytest.raises(ValueError, match="vec_env must be"):
+    with pytest.raises(ValueError, match="^sb3_ppo.vec_env='ray': expected one of dummy, subproc$"):
         train(64, tasks=TASKS, out_dir=tmp_path / "a", cfg=SB3PPOConfig(vec_env="ray"))
+    for bad, expected in ((dict(lr=float("nan")), "sb3_ppo.lr=nan: expected a finite value > 0"),
+                          (dict(n_steps=0), "sb3_ppo.n_steps=0: expected an integer >= 1"),
+                          (dict(gamma=1.5), r"sb3_ppo.gamma=1.5: expected a finite value in \[0, 1\]")):
+        with pytest.raises(ValueError, match=f"^{expected}$"):
+            SB3PPOConfig(**bad)
     with pytest.raises((KeyError, ValueError), match="unknown task"):
         train(64, tasks=["SystemWifiTurnOnn"], out_dir=tmp_path / "b", cfg=CFG)
     with pytest.raises(ValueError, match="env_steps must be"):

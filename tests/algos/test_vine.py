@@ -173,7 +173,7 @@ def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, det
     vine = Vine(VineConfig(k=2, lr=1e-3, epochs=4, minibatch_size=4))
     with pytest.raises(ValueError, match="none are bound"):
         vine.update(SmallPolicy(app_names(), seed=0), [detour], 1, 0)
-    vine.envs = envs
+    vine.bind(envs)
     m = vine.update(SmallPolicy(app_names(), seed=0), [detour], 1, 0)
     ok, bad = detour.trajectories
     assert m["train/update_env_steps"] == m["vine/branch_env_steps"] > 0
@@ -193,7 +193,7 @@ def test_update_counts_branch_steps_and_moves_the_policy(wifi_screens, envs, det
     # whitened advantages (norm_adv, as ppo's): the same direction
     pol = SmallPolicy(app_names(), seed=0)
     whitened = Vine(VineConfig(k=2, lr=1e-3, epochs=4, minibatch_size=4, norm_adv=True))
-    whitened.envs = envs
+    whitened.bind(envs)
     whitened.update(pol, [contrast_group(pol, x)], 1, 0)
     assert pol.log_probs([x], [GOOD]).detach()[0] > before[0] + 0.1
 
@@ -238,10 +238,10 @@ def test_the_loop_leaves_the_update_only_the_budget_left(tmp_path):
 @pytest.mark.parametrize("arg,expected", [
     ("vine.k=0", "vine.k=0: expected an integer >= 1"),
     ("vine.max_states=-2", "vine.max_states=-2: expected an integer >= 0"),
-    ("vine.gamma=1.5", r"vine.gamma=1.5: expected a value in \[0, 1\]"),
-    ("vine.clip_low=-0.1", "vine.clip_low=-0.1: expected a value >= 0"),
-    ("vine.epochs=0", "vine.epochs=0: expected a value >= 1"),
-    ("vine.lr=0", "vine.lr=0.0: expected a value > 0"),
+    ("vine.gamma=1.5", r"vine.gamma=1.5: expected a finite value in \[0, 1\]"),
+    ("vine.clip_low=-0.1", "vine.clip_low=-0.1: expected a finite value >= 0"),
+    ("vine.epochs=0", "vine.epochs=0: expected an integer >= 1"),
+    ("vine.lr=0", "vine.lr=0.0: expected a finite value > 0"),
 ])
 def test_config_errors_name_the_bad_value(arg, expected):
     from experiments.config import TrainConfig, parse

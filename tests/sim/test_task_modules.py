@@ -2,15 +2,20 @@
 registry of AndroidWorld's 116."""
 
 import ast
+import fnmatch
+import importlib.util
 import inspect
 import pathlib
+import tomllib
 
 import pytest
 
 from voyager_gym.backends.sim import tasks
-from voyager_gym.backends.sim.tasks import TASKS, SimTask
+from voyager_gym.backends.sim.tasks import TASKS, SimTask, ir_vocab
+from voyager_gym.backends.sim.tasks.common import Question
 
 TASKS_DIR = pathlib.Path(tasks.__file__).parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_registry_holds_androidworlds_116_tasks_named_by_class():
@@ -65,3 +70,33 @@ def test_the_import_check_sees_every_form_of_import(tmp_path):
                     "import voyager_gym.backends.sim.tasks.vlc as v\n"
                     "from voyager_gym.backends.sim.tasks.markor import clear_storage\n")
     assert task_imports(path) == {"sms", "vocab", "vlc", "markor"}
+
+
+def test_ir_vocab_is_the_exporters_data_file():
+    """AndroidWorld's information-retrieval vocabularies are data (tasks/ir_vocab.json), in the exact form
+    tools/export_androidworld_ir_vocab.py writes, for exactly the question tasks, loaded as `draw` reads
+    them (parameters in drawing order, values as tuples)."""
+    tool = ROOT / "tools" / "export_androidworld_ir_vocab.py"
+    spec = importlib.util.spec_from_file_location("export_androidworld_ir_vocab", tool)
+    exporter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exporter)
+    data_file = TASKS_DIR / ir_vocab.DATA_FILE
+    assert data_file.read_text(encoding="utf-8") == exporter.document(ir_vocab.IR_PARAMS)
+    assert set(ir_vocab.IR_PARAMS) == {n for n, c in TASKS.items() if issubclass(c, Question)}
+    assert len(ir_vocab.IR_PARAMS) == 25
+    params = ir_vocab.IR_PARAMS["NotesIsTodo"]
+    assert [p for p, _ in params] == ["title", "is_todo", "body", "folder"]
+    assert params[1] == ("is_todo", ("True", "False"))
+
+
+def test_the_packages_data_files_are_package_data():
+    """Every file of the package that is not Python source matches a package-data pattern of its package in
+    pyproject.toml, so that a non-editable install (a wheel) ships it."""
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data = [f for f in sorted((ROOT / "voyager_gym").rglob("*"))
+            if f.is_file() and f.suffix not in (".py", ".pyc") and "__pycache__" not in f.parts]
+    assert TASKS_DIR / ir_vocab.DATA_FILE in data
+    for f in data:
+        package = ".".join(f.parent.relative_to(ROOT).parts)
+        patterns = package_data.get(package, [])
+        assert any(fnmatch.fnmatch(f.name, p) for p in patterns), f"{f} is not in package-data[{package!r}]"

@@ -54,8 +54,8 @@ INSTALL_HELP = (
     "  pip install -e .   # or: python setup.py install\n"
     "then start an emulator (Pixel 6, API 33, AVD 'AndroidWorldAvd'):\n"
     "  emulator -avd AndroidWorldAvd -no-snapshot -grpc 8554\n"
-    "See docs/androidworld.md. Without an emulator, tests can use the SimDroid test double: "
-    "`with voyager_gym.backends.aw_standin.installed(): ...`."
+    "See docs/androidworld.md. Without an emulator, this repository's tests use a SimDroid test double "
+    "of the package (tests/aw_standin: `with tests.aw_standin.installed(): ...`)."
 )
 
 VOLATILE_RESOURCES = frozenset({f"{SYSTEMUI}:id/clock", f"{SYSTEMUI}:id/date"})

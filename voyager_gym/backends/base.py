@@ -23,6 +23,12 @@ class BackendError(RuntimeError):
     """The device failed (emulator crash, lost a11y tree...): the episode ends as errored."""
 
 
+class ExpertOffPath(LookupError):
+    """The task's expert has no action from the current state: it follows its own path from the reset, and
+    a state other actions led to may be off it (the element it needs is gone, its list scrolled past the
+    end)."""
+
+
 class Backend(abc.ABC):
     """A phone that runs task instances. VoyagerEnv never knows which backend it has."""
 
@@ -47,6 +53,10 @@ class Backend(abc.ABC):
     def generate_params(self, name: str, instance_seed: int) -> dict[str, Any]:
         """AndroidWorld's seeded `generate_random_params`; the result carries `seed`."""
 
+    def check_params(self, name: str, params: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Raise ValueError naming the key when `params` cannot be task `name`'s (voyager_gym.params); a
+        backend without a schema (the real AndroidWorld, whose tasks check their own) accepts them."""
+
     @abc.abstractmethod
     def reset(self, name: str, params: dict[str, Any], rng: np.random.Generator) -> str:
         """Set the phone up for a task instance (home screen, app data); return the goal text.
@@ -65,6 +75,7 @@ class Backend(abc.ABC):
         """The verifier's score for the current instance, 0..1."""
 
     def expert_action(self) -> Action:
+        """The task expert's next action from the current state; ExpertOffPath when it has none there."""
         raise NotImplementedError(f"{type(self).__name__} has no expert")
 
     def snapshot(self) -> Any:

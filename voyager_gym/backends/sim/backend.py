@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pickle
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from voyager_gym.actions import Action
-from voyager_gym.backends.base import Backend, unknown_task_error
+from voyager_gym.backends.base import Backend, ExpertOffPath, unknown_task_error
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.noise import NoiseConfig, NoiseDraw, apply_noise, blend, draw_noise, noise_shows
 from voyager_gym.backends.sim.phone import Phone, launcher_app_names
@@ -19,6 +21,17 @@ from voyager_gym.backends.sim.tasks import TASKS, SimTask
 from voyager_gym.backends.sim.tasks.base import View
 from voyager_gym.backends.sim.widgets import Node
 from voyager_gym.observation import UIElement
+from voyager_gym.params import Schema, check, task_schema
+
+
+def wrap_rendering(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace the three functions that draw SimDroid's screenshots in this process (the renderer's
+    `Renderer.render`, the screen noise's `apply_noise` and a transition's `blend`) by `wrap(fn)`, for every
+    backend of the process, for good: benchmarks charge the time spent in them to a phase
+    (benchmarks/loop_throughput.py)."""
+    global apply_noise, blend
+    apply_noise, blend = wrap(apply_noise), wrap(blend)
+    Renderer.render = wrap(Renderer.render)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -60,6 +73,12 @@ class SimState:
     noise: NoiseConfig
     prev_key: str | None
     shown: Shown | None  # None: the last observation had no pixels
+
+
+@functools.cache
+def _schema(cls: type[SimTask]) -> Schema:
+    """A task's params schema, read once per process off its generator."""
+    return task_schema(cls.generate_random_params)
 
 
 class SimDroidBackend(Backend):
@@ -108,6 +127,11 @@ class SimDroidBackend(Backend):
         params = cls.generate_random_params(random.Random(instance_seed))
         params["seed"] = int(instance_seed)
         return params
+
+    def check_params(self, name: str, params: dict[str, Any]) -> None:
+        """Params against the schema read off the task's generator (voyager_gym.params): keys, kinds, string
+        lengths; a ParamsError (ValueError) names the key."""
+        check(_schema(self.task_cls(name)), params, name)
 
     # -- episode ---------------------------------------------------------------------------------------
     def reset(self, name: str, params: dict[str, Any], rng: np.random.Generator) -> str:
@@ -180,7 +204,11 @@ class SimDroidBackend(Backend):
         if self.task is None:
             raise RuntimeError("expert_action() before reset()")
         view = View(self.phone.elements(), self.task.goal)
-        return self.task.expert(view, self.mem)
+        try:
+            return self.task.expert(view, self.mem)
+        except LookupError as e:  # IndexError and KeyError included: what an expert off its path meets
+            raise ExpertOffPath(f"the expert of {self.task.name} has no action from this screen (off its "
+                                f"path: {type(e).__name__}: {e})") from e
 
     # -- snapshots -------------------------------------------------------------------------------------
     def snapshot(self) -> SimState:

@@ -4,20 +4,19 @@ An `App` is a package with a name, open_app aliases and a main `Screen`. A `Scre
 (form fields, focus, scroll offsets) and builds its widgets from (device state, its UI state) on every frame;
 handlers are closures made during the build, so screens stay plain data that deep-copies with the device.
 `UI` is what a screen's build and handlers receive: the device, navigation (push, pop, home, toast) and
-builders that lay out standard Material-style widgets at absolute logical coordinates.
+builders that lay out standard Material-style widgets at absolute logical coordinates. `AppHost` is what the
+framework needs of the phone that runs the apps; `phone.Phone` provides it (phone.py imports this module,
+never the reverse).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from voyager_gym.backends.sim import widgets as w
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.widgets import APPBAR_H, CONTENT_BOTTOM, CONTENT_TOP, KEYBOARD_H, SCREEN_W, Node
-
-if TYPE_CHECKING:
-    from voyager_gym.backends.sim.phone import Phone
 
 # Palette
 WHITE = (255, 255, 255)
@@ -103,10 +102,25 @@ def register_app(cls: type[App]) -> type[App]:
     return cls
 
 
+class AppHost(Protocol):
+    """The phone as apps see it (`UI.phone`): the device, each app's back stack (built on first use), going
+    home (`reset_app`: the foreground app's stack is dropped), launching an app by package, and where the
+    last tap landed (screen pixels)."""
+
+    dev: DeviceState
+    last_tap: tuple[int, int]
+
+    def stack(self, package: str) -> list[Screen]: ...
+
+    def go_home(self, reset_app: bool = False) -> None: ...
+
+    def launch(self, package: str) -> None: ...
+
+
 class UI:
     """The context a screen builds and handles events in."""
 
-    def __init__(self, phone: Phone, app: App, screen: Screen):
+    def __init__(self, phone: AppHost, app: App, screen: Screen):
         self.phone = phone
         self.dev: DeviceState = phone.dev
         self.app = app

@@ -6,8 +6,7 @@ AndroidWorld's frozen date (2023-10-15 15:34 UTC)."""
 from __future__ import annotations
 
 from android_world.env import android_world_controller, interface
-
-from voyager_gym.backends.aw_standin import EmulatorError, default_faults
+from tests.aw_standin import EmulatorError, default_faults
 
 
 def _get_env(console_port: int, adb_path: str, grpc_port: int) -> interface.AsyncEnv:

@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 from android_world.env import interface, json_action
 from android_world.task_evals import task_eval
-
 from voyager_gym.backends.sim.tasks.base import SimTask, View
 
 

@@ -1,4 +1,4 @@
 """TEST DOUBLE of AndroidWorld (google-research/android_world) driven by SimDroid; see
-voyager_gym.backends.aw_standin. It is not AndroidWorld and talks to no device."""
+tests.aw_standin. It is not AndroidWorld and talks to no device."""
 
 IS_VOYAGER_STANDIN = True

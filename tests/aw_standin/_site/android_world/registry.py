@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from android_world.task_evals import simdroid
-
 from voyager_gym.backends.sim.tasks import TASKS
 
 # AndroidWorld's information-retrieval task names (its tasks.textproto); the stand-in files those SimDroid

@@ -1,12 +1,13 @@
 """A TEST DOUBLE of the `android_world` package, driven by SimDroid: no emulator, no adb, no Android.
 
 It exists so that `AndroidWorldBackend` (voyager_gym/backends/androidworld.py) can be tested end to end on
-machines without an emulator. `_site/android_world/` holds a small package laid out with AndroidWorld's real
-module paths and names (`env/env_launcher.py` load_and_setup_env, `env/interface.py` State / AsyncEnv /
-AsyncAndroidEnv, `env/json_action.py` JSONAction, `env/representation_utils.py` UIElement / BoundingBox,
-`registry.py` TaskRegistry, `task_evals/task_eval.py` TaskEval) with the same signatures and the behaviour
-the backend relies on; underneath, the "emulator" is a SimDroid phone and the tasks are SimDroid's tasks
-wrapped as TaskEvals. Nothing here talks to a device, and results obtained with it say nothing about the
+machines without an emulator. It is part of the tests, not of the library: `from tests import aw_standin` with
+the repository root on `sys.path` (as under pytest). `_site/android_world/` holds a small package laid out
+with AndroidWorld's real module paths and names (`env/env_launcher.py` load_and_setup_env, `env/interface.py`
+State / AsyncEnv / AsyncAndroidEnv, `env/json_action.py` JSONAction, `env/representation_utils.py` UIElement /
+BoundingBox, `registry.py` TaskRegistry, `task_evals/task_eval.py` TaskEval) with the same signatures and the
+behaviour the backend relies on; underneath, the "emulator" is a SimDroid phone and the tasks are SimDroid's
+tasks wrapped as TaskEvals. Nothing here talks to a device, and results obtained with it say nothing about the
 real AndroidWorld apps.
 
 The stand-in is importable as `android_world` only inside `installed()`, which puts `_site` first on

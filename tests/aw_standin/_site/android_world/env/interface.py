@@ -10,9 +10,9 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+
 from android_world.env import json_action, representation_utils
 from android_world.env.android_world_controller import AndroidWorldController
-
 from voyager_gym.actions import Action
 
 

@@ -9,9 +9,9 @@ import collections
 import os
 
 import numpy as np
-from android_world.env import representation_utils
 
-from voyager_gym.backends.aw_standin import EmulatorError, Faults, default_faults
+from android_world.env import representation_utils
+from tests.aw_standin import EmulatorError, Faults, default_faults
 from voyager_gym.backends.sim.device import DeviceState
 from voyager_gym.backends.sim.phone import Phone
 from voyager_gym.backends.sim.render import Renderer

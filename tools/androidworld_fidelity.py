@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     import android_world
 
     from tests.fidelity.aw_report import render, today
-    from voyager_gym.backends.sim.tasks import TASKS
+    from voyager_gym import catalogue
 
-    names = sorted(args.tasks or TASKS)
+    names = sorted(args.tasks or catalogue.names())
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         measures = list(pool.map(_measure, [(n, args.seeds, args.param_seeds) for n in names]))
     measured = ("voyager_gym", "tests/fidelity", "tools/androidworld_fidelity.py")  # the code the table is of

@@ -165,8 +165,8 @@ def measure_task(
     """All four columns for task `name` (see the module docstring)."""
     import numpy as np
 
+    from voyager_gym import catalogue
     from voyager_gym.androidworld_params import json_safe
-    from voyager_gym.backends.sim.tasks import TASKS
 
     m = TaskMeasure(name)
     ir = is_ir(name)
@@ -174,7 +174,7 @@ def measure_task(
         m.param_seeds += 1
         sim = backend.generate_params(name, s)
         m.params_same += json_safe(aw_params(name, s)) == json_safe(sim)
-        sim_goal = backend.reset(name, sim, np.random.default_rng(0)) if ir else TASKS[name](sim).goal
+        sim_goal = backend.reset(name, sim, np.random.default_rng(0)) if ir else catalogue.goal(name, sim)
         m.goal_same += aw_goal(name, s) == sim_goal
     for s in verdict_seeds:
         r = run_instance(backend, name, s, near=near)

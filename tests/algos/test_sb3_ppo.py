@@ -119,13 +119,33 @@ def test_resume_never_unpickles_anything_from_the_run_folder(tmp_path):
     assert not marker.exists()
 
 
-def test_an_old_pickled_checkpoint_is_refused_not_loaded(tmp_path):
+def test_an_old_pickled_checkpoint_is_refused_not_loaded(tmp_path, capsys):
+    import pickle
+
+    from algos.run import write_manifest
+
     train(128, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    marker = tmp_path / "PWNED"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
     ckpt = tmp_path / "checkpoints" / "it_1"
     for f in (ckpt / "policy").iterdir():
         f.unlink()
     (ckpt / "policy").rmdir()
-    (ckpt / "policy.zip").write_bytes(b"PK")
-    (ckpt / "manifest.json").unlink()  # as written before manifests existed
+    (ckpt / "policy.zip").write_bytes(pickle.dumps(Payload()))
+    (ckpt / "manifest.json").unlink()  # as written before manifests existed: refused unchecked, never opened
+    rows = train(128, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    assert "manifest.json is missing" in capsys.readouterr().err and not marker.exists()
+    assert [r["iteration"] for r in rows] == [1]  # trained again from it_0
+    ckpt = tmp_path / "checkpoints" / "it_1"  # the same old layout, now with a manifest over it
+    for f in (ckpt / "policy").iterdir():
+        f.unlink()
+    (ckpt / "policy").rmdir()
+    (ckpt / "policy.zip").write_bytes(pickle.dumps(Payload()))
+    write_manifest(ckpt)
     with pytest.raises(ValueError, match="never loaded"):
         train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    assert not marker.exists()

@@ -44,7 +44,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from algos.buffer import Trajectory
 from algos.evaluation import pass_at_1
 from algos.fields import check_fields, setting
-from algos.run import Run, pin_cpu_numerics
+from algos.loop import NonFiniteError
+from algos.run import Run, checkpoint_dir, pin_cpu_numerics
 from voyager_gym import actions as A
 from voyager_gym.env import VoyagerEnv
 from voyager_gym.suites import TaskInstance, eval_suite
@@ -262,6 +263,20 @@ def _new_model(vec: VecEnv, cfg: SB3PPOConfig, seed: int) -> MaskablePPO:
     )
 
 
+def check_finite_model(model: MaskablePPO, iteration: int, run: Run) -> None:
+    """Stop the run (NonFiniteError) when chunk `iteration` left NaN or infinite policy weights; the chunk is
+    neither logged nor checkpointed, so the last good checkpoint stays the run's latest."""
+    with torch.no_grad():
+        bad = [n for n, p in model.policy.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        last = checkpoint_dir(run.dir)
+        kept = (f"keeps its last good checkpoint, {last.name}, in {run.dir}" if last
+                else "has no checkpoint to keep")
+        raise NonFiniteError(f"sb3-ppo: iteration {iteration}'s training left non-finite weights (NaN or "
+                             f"infinity in {len(bad)} tensors, first {bad[0]}); the run stops and {kept} "
+                             f"(see the {SB3PPOConfig.SECTION}.* settings: learning rate, clip range)")
+
+
 def train(
     env_steps: int,
     seed: int = 0,
@@ -330,6 +345,7 @@ def train(
             t_learn = time.perf_counter()
             model.learn(chunk, reset_num_timesteps=False, use_masking=True)
             sps = chunk / max(1e-9, time.perf_counter() - t_learn)
+            check_finite_model(model, it, run)
             losses = {
                 v: float(model.logger.name_to_value[k])
                 for k, v in LOSS_KEYS.items()

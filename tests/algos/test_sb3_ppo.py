@@ -149,3 +149,25 @@ def test_an_old_pickled_checkpoint_is_refused_not_loaded(tmp_path, capsys):
     with pytest.raises(ValueError, match="never loaded"):
         train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
     assert not marker.exists()
+
+
+def test_non_finite_weights_stop_the_run_and_keep_the_last_checkpoint(tmp_path, monkeypatch):
+    """A chunk of SB3's training that leaves NaN weights stops the run before it is logged or checkpointed."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from algos.loop import NonFiniteError
+
+    train(128, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    learn = MaskablePPO.learn
+
+    def poisoned(self, *args, **kwargs):
+        out = learn(self, *args, **kwargs)
+        with torch.no_grad():
+            next(self.policy.parameters()).fill_(float("nan"))
+        return out
+
+    monkeypatch.setattr(MaskablePPO, "learn", poisoned)
+    with pytest.raises(NonFiniteError, match=r"sb3-ppo: iteration 2's training left non-finite .*it_1"):
+        train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["it_0", "it_1"]

@@ -101,11 +101,13 @@ def greedy_actions(policy: Policy, inputs: list[PolicyInput]) -> list[str]:
     return [action_json(o.action) for o in policy.act(inputs, greedy=True)]
 
 
-def measure(policy: Policy, envs: Any, states: list[ForkState], rollouts: bool = True
-            ) -> tuple[list[tuple[bool, bool, bool | None]], int]:
+def measure(policy: Policy, envs: Any, states: list[ForkState], rollouts: bool = True,
+            acts: list[str] | None = None) -> tuple[list[tuple[bool, bool, bool | None]], int]:
     """Each state's outcome triple under `policy` (see the module docstring) and the env steps the greedy
-    rollouts took (`rollouts=False`: none, the success left None)."""
-    acts = greedy_actions(policy, [s.input for s in states])
+    rollouts took (`rollouts=False`: none, the success left None). `acts`: the policy's greedy actions at the
+    states when the caller has them already."""
+    if acts is None:
+        acts = greedy_actions(policy, [s.input for s in states])
     success: list[bool | None] = [None] * len(states)
     steps = 0
     if rollouts:

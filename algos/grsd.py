@@ -429,13 +429,14 @@ class GRSD(Algorithm):
         """The states before the update, and after each comparison arm's update made from a copy of `policy`
         (the same checkpoint) on the same groups; GRSD's own update is measured after it runs."""
         cfg = self.cfg
-        before, steps = measure(policy, self.envs, states)
+        greedy = greedy_actions(policy, [s.input for s in states])
+        before, steps = measure(policy, self.envs, states, acts=greedy)
         self._states, self._before, self._records, self._transfer = states, before, {"before": before}, {}
         steps += metrics_steps
         out: dict[str, Any] = {"forklevel/states": len(states),
                                "forklevel/reached": sum(s.snapshot is not None for s in states),
-                               "forklevel/greedy_failed": _rate([s.failed == a for s, a in zip(
-                                   states, greedy_actions(policy, [s.input for s in states]), strict=True)]),
+                               "forklevel/greedy_failed": _rate([s.failed == a for s, a in
+                                                                 zip(states, greedy, strict=True)]),
                                "forklevel/teacher_is_expert": _rate([s.expert in s.teachers for s in states
                                                                      if s.expert]),
                                **summary(before, before, "forklevel/before")}

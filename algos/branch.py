@@ -202,7 +202,8 @@ def play(policy: Policy, envs: Any, branches: list[Branch], greedy: bool = False
 def expert_actions(envs: Any, snapshots: list[Snapshot]) -> list[str]:
     """The task expert's next action (JSON text) at each of `snapshots` (SimDroid), in order: every sub-env
     restores one snapshot (the last chunk's spare sub-envs restore its first), then each sub-env's expert
-    reads its screen. Takes no env step."""
+    reads its screen. A state off the expert's own path (ExpertOffPath) gets "" (no label). Takes no env
+    step."""
     n, out = envs.num_envs, []
     for k in range(0, len(snapshots), n):
         chunk = list(snapshots[k : k + n])
@@ -211,5 +212,5 @@ def expert_actions(envs: Any, snapshots: list[Snapshot]) -> list[str]:
             table = {i: {"snapshot": s} for i, s in enumerate(lanes)}
             mask = np.ones(n, dtype=bool)
             envs.reset(seed=list(range(n)), options={"instances": table, "reset_mask": mask})
-            out += list(envs.call("expert_action"))[: len(chunk)]
+            out += list(envs.call("expert_action", off_path=""))[: len(chunk)]
     return out

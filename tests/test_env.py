@@ -375,3 +375,23 @@ def test_expert_action_off_its_path_raises_expert_off_path():
         for _ in range(6):
             env.step(env.expert_action())
     assert issubclass(ExpertOffPath, LookupError)
+
+
+def test_expert_action_off_path_returns_the_given_value_instead_of_raising():
+    """`expert_action(off_path="")` answers "" where the expert has no action (a vector env's `call` over many
+    states must not lose the others' answers to one raise); on the expert's own path it is the same action."""
+    env = VoyagerEnv(observation_mode="elements", noise="none")
+    env.reset(seed=0, options={"task": "RecipeDeleteDuplicateRecipes3", "instance_seed": 0})
+    on_path = env.expert_action()
+    assert env.expert_action(off_path="") == on_path != ""
+    env.step(on_path)
+    for _ in range(8):
+        env.step('{"action_type": "scroll", "direction": "down"}')
+    answers = []
+    for _ in range(6):
+        text = env.expert_action(off_path="")
+        answers.append(text)
+        if text == "":
+            break
+        env.step(text)
+    assert answers[-1] == "", answers

@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import spaces
 
 from voyager_gym.actions import MAX_ACTION_CHARS, Action, ActionError, try_parse_action
-from voyager_gym.backends.base import Backend
+from voyager_gym.backends.base import Backend, ExpertOffPath
 from voyager_gym.observation import UIElement, UIElementSpace
 
 # Goals, UI text and policy output are free text: printable ASCII plus Latin, Greek, Cyrillic, punctuation,
@@ -293,11 +293,18 @@ class VoyagerEnv(gym.Env):
         self.backend.close()
 
     # -- extras ----------------------------------------------------------------------------------------
-    def expert_action(self) -> str:
+    def expert_action(self, off_path: str | None = None) -> str:
         """The task expert's next action as JSON text (SimDroid), computed from the current observation.
         Raises `ExpertOffPath` (a LookupError) when the expert has no action from this state: it follows its
-        own path from the reset, and a state other actions led to may be off it (see docs/env.md)."""
-        return self.backend.expert_action().to_json()
+        own path from the reset, and a state other actions led to may be off it (see docs/env.md). With
+        `off_path` given, such a state returns it instead (e.g. `""`, for a vector env's `call` over many
+        states, where one raise would lose the others' answers)."""
+        if off_path is None:
+            return self.backend.expert_action().to_json()
+        try:
+            return self.backend.expert_action().to_json()
+        except ExpertOffPath:
+            return off_path
 
     @property
     def elements(self) -> list[UIElement]:

@@ -3,6 +3,7 @@ per-sample weights in fit_sft, and the fork-level measurement on hand-made group
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -379,3 +380,52 @@ def test_fork_eval_until_measures_the_first_iterations_only(groups, envs):
     assert first["forklevel/states"] == 3 and "forklevel/states" not in later
     with pytest.raises(ValueError, match="fork_eval_until=-1"):
         GRSD(grsd_alone(fork_eval_until=-1))
+
+
+def _off_path_snapshot():
+    """A SimDroid state from which the expert, restored there, has no action: expert steps mixed with
+    scrolls (a seeded walk) until one such state comes up."""
+    import random
+
+    from voyager_gym.backends.base import ExpertOffPath
+    from voyager_gym.env import VoyagerEnv
+
+    env = VoyagerEnv(observation_mode="full", render_scale=0.25, noise="none")
+    probe = VoyagerEnv(observation_mode="full", render_scale=0.25, noise="none")
+    rng = random.Random(0)
+    try:
+        for ep in range(20):
+            env.reset(seed=ep, options={"task": "RecipeDeleteDuplicateRecipes3", "instance_seed": ep})
+            start = env.snapshot()
+            for _ in range(25):
+                snap = env.snapshot()
+                probe.reset(options={"snapshot": snap})
+                try:
+                    probe.expert_action()
+                except ExpertOffPath:
+                    return start, snap
+                a = env.expert_action(off_path="")
+                if rng.random() < 0.4 or not a:
+                    a = json.dumps({"action_type": "scroll", "direction": rng.choice(["down", "up"])})
+                if any(env.step(a)[2:4]):
+                    break
+    finally:
+        env.close()
+        probe.close()
+    raise AssertionError("the walk found no off-path state")
+
+
+def test_expert_actions_label_an_off_path_state_empty_and_keep_the_others(envs):
+    """The oracle's labels (`branch.expert_actions`): a snapshot off the expert's own path gets "" (no label,
+    so it is not trained on; before, ExpertOffPath ended the run) and the other snapshots of the same call
+    keep the expert's actions."""
+    from algos.branch import expert_actions
+    from voyager_gym.env import VoyagerEnv
+
+    start, off = _off_path_snapshot()
+    env = VoyagerEnv(observation_mode="full", render_scale=0.25, noise="none")
+    env.reset(options={"snapshot": start})
+    first = env.expert_action()
+    env.close()
+    out = expert_actions(envs, [start, off, start, start])  # two chunks of the 3 sub-envs
+    assert out[1] == "" and out[0] == out[2] == out[3] == first != ""

@@ -287,10 +287,12 @@ def train(
     cfg: SB3PPOConfig | None = None,
     wandb_mode: str = "disabled",
     suite_backend: Any = None,
+    made_by: str | None = None,
 ) -> list[dict[str, Any]]:
     """Train (or resume, when `out_dir` holds a checkpoint) MaskablePPO for a budget of `env_steps` training
     env steps; returns the rows logged by this call (each also goes to `log` and out_dir/metrics.jsonl).
     `suite_backend` draws the evaluation suite's params as `eval_suite` takes it (default SimDroid's).
+    `made_by`: the command whose folder it is (algos/folders.py: `train`, `compare`), refusing another's.
     A row: algo, seed, iteration, env_steps, pass_at_1, per_task, wall_s, losses/*, charts/*."""
     cfg = cfg or SB3PPOConfig()
     tasks = list(tasks or DEFAULT_TASKS)
@@ -305,7 +307,8 @@ def train(
         "eval_n_per_task": eval_n_per_task,
         **dataclasses.asdict(cfg),
     }
-    run = Run(out_dir, config, wandb_mode=wandb_mode, group="sb3-ppo", name=f"sb3-ppo-s{seed}")
+    run = Run(out_dir, config, wandb_mode=wandb_mode, group="sb3-ppo", name=f"sb3-ppo-s{seed}",
+              made_by=made_by)
     instances = eval_suite(tasks, n_per_task=eval_n_per_task, backend=suite_backend)
     vec = make_vec_env(cfg, tasks, exclude_n=max(16, eval_n_per_task))
     rows: list[dict[str, Any]] = []

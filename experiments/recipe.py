@@ -170,7 +170,7 @@ def train_run(cfg: Any, algo: str, seed: int, out: Path, *, config: dict[str, An
 
         rows = sb3_ppo.train(budget, seed=seed, tasks=None if cfg.tasks == ["all"] else tasks,
                              eval_n_per_task=cfg.eval_n_per_task, out_dir=out, wandb_mode=cfg.wandb,
-                             suite_backend=suite_backend(cfg))
+                             suite_backend=suite_backend(cfg), made_by=made_by)
         return rows[-1] if rows else {}
     a = make_algorithm(cfg, algo)  # checks the section before the folder is touched
     start = start_of(cfg, algo, start)

@@ -171,3 +171,19 @@ def test_non_finite_weights_stop_the_run_and_keep_the_last_checkpoint(tmp_path, 
     with pytest.raises(NonFiniteError, match=r"sb3-ppo: iteration 2's training left non-finite .*it_1"):
         train(256, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path, cfg=CFG)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["it_0", "it_1"]
+
+
+def test_the_folder_records_its_maker_and_refuses_another_commands(tmp_path):
+    """A comparison's sb3-ppo pair records `made_by` like every other pair (before: it had none), and a folder
+    another command made is refused before anything in it is touched."""
+    from algos.folders import RunFolderError
+    from algos.run import Run
+
+    train(0, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "pair", cfg=CFG, made_by="compare")
+    assert json.loads((tmp_path / "pair" / "made_by").read_text())["command"] == "compare"
+    Run(tmp_path / "mine", {"algo": "rft", "seed": 0}, wandb_mode="disabled", made_by="train").close()
+    before = sorted(p.name for p in (tmp_path / "mine").iterdir())
+    with pytest.raises(RunFolderError, match=r"was made by experiments/train.py"):
+        train(0, seed=0, tasks=TASKS, eval_n_per_task=1, out_dir=tmp_path / "mine", cfg=CFG,
+              made_by="compare")
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == before

@@ -60,7 +60,16 @@ RECIPES = ("replay", "paper")
 GRSD_FORK_MODES = (*FORK_MODES, "oracle")  # oracle: the robust detector's fork states, labelled by the expert
 TEACHERS = ("shortest", "similar", "all")
 POOL_DIR = "fork_pool"  # checkpoint folder of the fork pool (`fork_pool`)
-FORK_EVAL_ARMS = ("control", "grpo", "oracle")
+
+
+def _reflect_defaults() -> Any:
+    from algos.grsd_reflect import GRSDReflectConfig
+
+    return GRSDReflectConfig()
+
+
+REFLECT_ARM = _reflect_defaults  # the fork-level measurement's reflect arm: its GRSD-Reflect config
+FORK_EVAL_ARMS = ("control", "grpo", "oracle", "reflect")
 
 
 @dataclasses.dataclass
@@ -127,7 +136,9 @@ class GRSDConfig(LoopConfig):
     # (~85 states a seed in the default comparison)
     fork_eval_arms: list[str] = setting(factory=lambda: ["control", "grpo"], choices=FORK_EVAL_ARMS)
     # control: this update without the fork samples; grpo: GRPO's update (GRPOConfig's defaults); oracle:
-    # this update with every fork labelled with the task expert's action at its state (on request)
+    # this update with every fork labelled with the task expert's action at its state; reflect: GRSD-Reflect's
+    # update (`REFLECT_ARM`'s config: its defaults), whose per-turn credit is meant to find these states (on
+    # request)
     fork_eval_transfer: int = setting(2, ge=0)  # held-out instances per fork task evaluated (greedy) per arm:
     # does a fix carry to other instances of the task (0: off)
     fork_eval_until: int = setting(1, ge=0)  # measure iterations 1..N only (0: every one); each measured
@@ -453,6 +464,10 @@ class GRSD(Algorithm):
                           if lab is not None}
                 swap = [(x, expert.get(k, r)) for (x, r), k in zip(fork, fork_keys, strict=True)]
                 self.fit(copy, kind, swap, fork_w, rft, seed)
+            elif arm == "reflect":
+                from algos.grsd_reflect import GRSDReflect
+
+                GRSDReflect(REFLECT_ARM()).update(copy, groups, iteration, seed)
             else:
                 GRPO(GRPOConfig()).update(copy, groups, iteration, seed)
             after, n = measure(copy, self.envs, states)

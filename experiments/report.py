@@ -426,7 +426,8 @@ def heldout_md(rows: list[dict[str, Any]], algos: list[str]) -> list[str]:
             *lines]
 
 
-FORK_ARMS = ("grsd", "control", "grpo", "oracle")  # the fork-level measurement's arms, after "before"
+# the fork-level measurement's arms, after "before"
+FORK_ARMS = ("grsd", "control", "grpo", "oracle", "reflect")
 
 
 def forklevel_md(rows: list[dict[str, Any]]) -> list[str]:
@@ -473,7 +474,8 @@ def forklevel_md(rows: list[dict[str, Any]]) -> list[str]:
             f"{len(seeds)} seeds; {int(wrong.sum())} with a greedy action other than the teacher's before "
             f"the update). Each arm is updated from the same checkpoint on the same groups: grsd (this run's "
             "update), control (the same update without the fork samples), grpo (GRPO's update), oracle (the "
-            "fork samples labelled with the task expert's action at the same states). The failed action was "
+            "fork samples labelled with the task expert's action at the same states), reflect "
+            "(GRSD-Reflect's update, where measured). The failed action was "
             f"the greedy one at {_pct(greedy)} of the states; the teacher's action was the expert's at "
             f"{_pct(agree)}; a (screen, failed action) pair of one measured iteration came back in the next "
             f"iteration's rollouts {_pct(recur)} of the time.",

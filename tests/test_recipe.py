@@ -234,7 +234,7 @@ def test_every_algorithm_config_refuses_nan_and_infinity_directly(name):
     (["budget=-1"], "train", "budget=-1: expected an integer >= 0"),
     (["grpo.invalid_penalty=-0.5"], "train", "grpo.invalid_penalty=-0.5: expected a finite value >= 0"),
     (["grsd.fork_eval_arms=[control,oracles]"], "train",
-     "grsd.fork_eval_arms='oracles': expected one of control, grpo, oracle"),
+     "grsd.fork_eval_arms='oracles': expected one of control, grpo, oracle, reflect"),
     (["grsd.recipe=mix"], "train", "grsd.recipe='mix': expected one of replay, paper"),
     (["grsd.teacher=best"], "train",
      "grsd.teacher='best': expected one of shortest, similar, all (or '' for the recipe's)"),

@@ -429,3 +429,52 @@ def test_expert_actions_label_an_off_path_state_empty_and_keep_the_others(envs):
     env.close()
     out = expert_actions(envs, [start, off, start, start])  # two chunks of the 3 sub-envs
     assert out[1] == "" and out[0] == out[2] == out[3] == first != ""
+
+
+@pytest.fixture(scope="module")
+def small_groups():
+    """A small policy cloned from a few demos, its groups of 4 on three tasks (GRSD's rollout config, with
+    the frames both GRSD and GRSD-Reflect's robust screens read), and the vector env they ran on."""
+    torch.set_num_threads(1)
+    envs = make_vec(4, "sync", observation_mode="full", render_scale=0.25, noise="none")
+    policy = bc_small_policy(E2E_TASKS, envs)
+    algo = GRSD(grsd_alone())
+    algo.bind(envs)
+    cfg = algo.rollout_config(envs, 0, False, policy)
+    groups = collect(policy, envs, TrainGenerator(E2E_TASKS, seed=0).take(6),
+                     RolloutConfig(**{**cfg.__dict__, "group_size": 4}))
+    yield policy, groups, envs
+    envs.close()
+
+
+def test_the_reflect_arm_is_grsd_reflects_update_and_grpos_at_its_neutral_setting(small_groups, monkeypatch):
+    """fork_eval_arms=[grpo, reflect]: the reflect arm is GRSD-Reflect's update from the same checkpoint on
+    the same groups; at strength 0 (GRPO exactly) its outcomes at every fork state are the grpo arm's."""
+    import algos.grsd as grsd_module
+    from algos.grsd_reflect import GRSDReflectConfig
+
+    policy, groups, envs = small_groups
+    assert any(g.has_both_outcomes for g in groups), "no group had both outcomes: retune bc_small_policy"
+    from algos.grsd_reflect import GRSDReflect
+
+    monkeypatch.setattr(grsd_module, "REFLECT_ARM", lambda: GRSDReflectConfig(strength=0.0))
+    calls, real = [], GRSDReflect.update
+
+    def spy(self, pol, grps, iteration, seed):
+        start = [p.detach().clone() for p in pol.model.parameters()]
+        calls.append((self.cfg.strength, grps is groups, start))
+        return real(self, pol, grps, iteration, seed)
+
+    monkeypatch.setattr(GRSDReflect, "update", spy)
+    algo = GRSD(grsd_alone(fork_eval=True, fork_eval_arms=["grpo", "reflect"], fork_eval_transfer=0))
+    algo.bind(envs)
+    start = [p.detach().clone() for p in policy.model.parameters()]
+    m = algo.update(policy.copy(), groups, iteration=1, seed=0)
+    assert len(calls) == 1 and calls[0][:2] == (0.0, True)  # once, on this iteration's groups
+    assert all(torch.equal(a, b) for a, b in zip(calls[0][2], start, strict=True))  # from the checkpoint
+    assert m["forklevel/states"] >= 1
+    arms = m["forklevel/records"]["arms"]
+    assert set(arms) == {"before", "grsd", "grpo", "reflect"} and arms["reflect"] == arms["grpo"]
+    for key in ("teacher", "fix", "success"):
+        a, b = m[f"forklevel/reflect/{key}"], m[f"forklevel/grpo/{key}"]
+        assert a == b or (math.isnan(a) and math.isnan(b))

@@ -288,7 +288,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
     if cfg.workers <= 1 or len(todo) <= 1:
         for a, s in todo:
             run_pair(cfg_dict, a, s, str(out))
-            print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s)")
+            print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s into the comparison)")
     else:
         with cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
                                     initializer=exit_with_parent, initargs=(0.1, os.getpid())) as ex:
@@ -296,7 +296,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
             for f in cf.as_completed(futs):
                 a, s = futs[f]
                 f.result()  # a failing pair stops the comparison with its own traceback
-                print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s)")
+                print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s into the comparison)")
     from experiments.report import write_outputs
 
     write_outputs(out, names, cfg.seeds, start)

@@ -236,6 +236,26 @@ def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
     return row
 
 
+def _start_from_dict(cfg_dict: dict[str, Any]) -> dict[str, Any]:
+    """prepare_start in a worker process (its config passed as a dict, as run_pair's is)."""
+    cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
+    from algos.run import pin_cpu_numerics
+
+    pin_cpu_numerics(cfg.torch_threads)
+    return prepare_start(cfg)
+
+
+def start_row(cfg: CompareConfig) -> dict[str, Any]:
+    """The RFT start's metrics row: prepare_start, run in a process of its own when the start must be trained
+    and the pairs run in workers. Training it holds several GB (the rounds' rollouts and success pool, ~3.4 GB
+    on the 116 tasks) that this process would otherwise keep, idle, beside every pair it waits on."""
+    if cfg.workers <= 1 or start_is_cached(cfg):
+        return prepare_start(cfg)
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                initializer=exit_with_parent, initargs=(0.1, os.getpid())) as ex:
+        return ex.submit(_start_from_dict, as_dict(cfg)).result()
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Main
 # ------------------------------------------------------------------------------------------------------------
@@ -282,7 +302,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
     if eta is not None:
         print(f"compare: expected duration ~{eta / 60:.0f} min on a 2-core machine like ours (the small "
               "policy's measured rates; see experiments/compare.py: PAIR_SECONDS)")
-    start = prepare_start(cfg) if need_start else None
+    start = start_row(cfg) if need_start else None
     print(f"compare: {len(pairs)} algorithm-seed pairs ({len(pairs) - len(todo)} already done), "
           f"budget {cfg.budget} env steps each, {cfg.workers} workers; folder {out}")
     if cfg.workers <= 1 or len(todo) <= 1:

@@ -149,3 +149,15 @@ def test_paper_preset_and_the_expected_duration():
     assert eta(parse_compare(["seeds=1"])) < eta(default)
     assert eta(parse_compare(["preset=smoke"])) is None  # a subset of tasks: the rates say nothing
     assert eta(parse_compare(["algo=grsd,sb3-ppo"])) is None
+
+
+def test_the_start_trained_in_its_own_process_is_the_one_trained_in_this_one(smoke, tmp_path):
+    """With workers, compare trains an uncached RFT start in a process of its own (so it does not keep that
+    training's memory beside the pairs); the start it gives is the one trained in this process."""
+    from experiments.compare import parse_compare, prepare_start
+
+    cfg = parse_compare(["preset=smoke", f"cache_dir={tmp_path / 'cache'}", "workers=1", "progress=false"])
+    row = prepare_start(cfg)
+    start = json.loads((smoke / "start.json").read_text())
+    assert (row["pass_at_1"], row["per_task"], row["env_steps"]) == (
+        start["pass_at_1"], start["per_task"], start["env_steps"])

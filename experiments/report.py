@@ -12,7 +12,7 @@ import base64
 import html
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,36 +374,58 @@ def complexity_of(tasks: Sequence[str]) -> dict[str, float]:
     return {t: known[t].complexity for t in tasks if t in known}
 
 
-def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
-    """table.md's split of the final per-task success by horizon (HORIZONS): per group the RFT start and
-    each algorithm's mean over the group's tasks with its 95% stratified bootstrap interval."""
+def groups_md(st: Statistics, start_row: dict[str, Any] | None, title: str, column: str,
+              groups: Sequence[tuple[str, Callable[[str], bool]]], unknown: str) -> list[str]:
+    """A table.md split of the final per-task success into groups of tasks (name, membership test; a group
+    with none of the tasks is left out): per group the number of tasks, the RFT start's mean and each
+    algorithm's mean over the group's tasks with its 95% stratified bootstrap interval. `unknown`: a note on
+    the tasks that fall in no group, if any."""
     if not st.matrices:
         return []
-    comp = complexity_of(st.tasks)
     start = (start_row or {}).get("per_task", {})
-    lines = [
-        "",
-        "Final Pass@1 by horizon (AndroidWorld complexity; its step budget is 10 x complexity): the mean "
-        "over the group's tasks with its 95% stratified bootstrap interval; the paper's claim is about long "
-        "tasks.",
-        "",
-        *md_head("horizon", "tasks", "RFT checkpoint", *st.matrices),
-    ]
-    low = -float("inf")
-    for name, high in HORIZONS:
-        cols = [i for i, t in enumerate(st.tasks) if t in comp and low < comp[t] <= high]
-        low = high
+    lines = ["", title, "", *md_head(column, "tasks", "RFT checkpoint", *st.matrices)]
+    grouped: set[int] = set()
+    for name, member in groups:
+        cols = [i for i, t in enumerate(st.tasks) if member(t)]
+        grouped.update(cols)
         if not cols:
             continue
-        group = [st.tasks[i] for i in cols]
-        s0 = [start[t] for t in group if t in start]
+        s0 = [start[st.tasks[i]] for i in cols if st.tasks[i] in start]
         means = [stats.Estimate(*map(float, stats.Bootstrap().interval(stats.METRICS["mean"], m[:, cols])))
                  for m in st.matrices.values()]
         lines.append(f"| {name} | {len(cols)} | {f'{np.mean(s0):.3f}' if s0 else '-'} | "
                      + " | ".join(map(str, means)) + " |")
-    if unknown := [t for t in st.tasks if t not in comp]:
-        lines.append(f"\n{len(unknown)} tasks of unknown complexity left out of this split")
+    if left := len(st.tasks) - len(grouped):
+        lines.append(f"\n{left} tasks of {unknown} left out of this split")
     return lines
+
+
+def horizon_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
+    """table.md's split of the final per-task success by horizon (HORIZONS; `groups_md`)."""
+    comp = complexity_of(st.tasks)
+    bounds = [-float("inf"), *(high for _, high in HORIZONS)]
+    groups = [(name, lambda t, low=low, high=high: t in comp and low < comp[t] <= high)
+              for (name, high), low in zip(HORIZONS, bounds[:-1], strict=True)]
+    return groups_md(
+        st, start_row,
+        "Final Pass@1 by horizon (AndroidWorld complexity; its step budget is 10 x complexity): the mean "
+        "over the group's tasks with its 95% stratified bootstrap interval; the paper's claim is about long "
+        "tasks.",
+        "horizon", groups, "unknown complexity")
+
+
+def difficulty_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]:
+    """table.md's split of the final per-task success by AndroidWorld's difficulty (the task catalogue's,
+    from its task_metadata.json; `groups_md`)."""
+    from voyager_gym import catalogue
+
+    known = catalogue.by_name()
+    groups = [(d, lambda t, d=d: t in known and known[t].difficulty == d) for d in catalogue.DIFFICULTIES]
+    return groups_md(
+        st, start_row,
+        "Final Pass@1 by AndroidWorld difficulty (its task_metadata.json: easy, medium, hard): the mean over "
+        "the group's tasks with its 95% stratified bootstrap interval.",
+        "difficulty", groups, "unknown difficulty")
 
 
 def heldout_md(rows: list[dict[str, Any]], algos: list[str]) -> list[str]:
@@ -537,6 +559,7 @@ def table_md(summ: dict[str, Any], start_row: dict[str, Any] | None, st: Statist
         lines.append(f"| {label} | {mean} | {iqm} | {seeds} | {steps} | {reach} |")
     lines += statistics_md(st)
     lines += horizon_md(st, start_row)
+    lines += difficulty_md(st, start_row)
     lines += diagnostics_md(diag or {})
     lines += heldout_md(rows or [], list(summ))
     lines += forklevel_md(rows or [])

@@ -277,3 +277,36 @@ def test_report_splits_by_horizon_and_shows_what_each_algorithm_learned_from():
     assert "| forks found | 15 (10 -> 20) | - |" in md
     assert "| steps with a non-zero advantage | - | 100 (100 -> 100) |" in md  # seeds 100, 101: 100.5 rounds
     assert "| forks whose teacher action led to another screen | 100% (100% -> 100%) | - |" in md
+
+
+def test_report_splits_by_androidworld_difficulty_after_the_horizons():
+    """table.md's difficulty table groups the tasks by the catalogue's AndroidWorld difficulty, with the
+    same columns and intervals as the horizon table; a task the catalogue does not know is left out, and
+    said so."""
+    from experiments import report
+    from voyager_gym import catalogue
+
+    # easy, easy, medium, hard (android_world/task_metadata.json); one seed's last evaluation per row
+    tasks = ["BrowserMaze", "SimpleCalendarLocationOfEvent", "ExpenseAddMultiple", "BrowserMultiply"]
+    assert [catalogue.task(t).difficulty for t in tasks] == ["easy", "easy", "medium", "hard"]
+    rows = [{"algo": algo, "seed": seed, "iteration": 1, "env_steps": 100, "pass_at_1": float(np.mean(final)),
+             "per_task": dict(zip(tasks, final, strict=True))}
+            for algo, table in (("grsd", A), ("grpo", B)) for seed, final in enumerate(table)]
+    summ = report.summary(rows, ["grsd", "grpo"], 0.25)
+    st = report.statistics(summ, episodes_per_task=4)
+    start = {"pass_at_1": 0.25, "per_task": dict(zip(tasks, [0.5, 0.0, 0.25, 1.0], strict=True))}
+    lines = report.difficulty_md(st, start)
+    assert lines[1].startswith(
+        "Final Pass@1 by AndroidWorld difficulty (its task_metadata.json: easy, medium, hard)")
+    assert lines[3] == "| difficulty | tasks | RFT checkpoint | grsd | grpo |"
+    for name, lo, hi, s0 in (("easy", 0, 2, "0.250"), ("medium", 2, 3, "0.250"), ("hard", 3, 4, "1.000")):
+        agg = stats.aggregates({a: np.asarray(m)[:, lo:hi] for a, m in (("grsd", A), ("grpo", B))})
+        assert f"| {name} | {hi - lo} | {s0} | {agg['grsd']['mean']} | {agg['grpo']['mean']} |" in lines
+    md = report.table_md(summ, start, st)
+    assert md.index("Final Pass@1 by horizon") < md.index("Final Pass@1 by AndroidWorld difficulty")
+    assert "Final Pass@1 by AndroidWorld difficulty" in report._md_to_html(md)
+    # a task the catalogue does not know falls in no group
+    st.tasks = ["NotATask" if t == "BrowserMaze" else t for t in st.tasks]
+    lines = report.difficulty_md(st, start)
+    assert lines[-1] == "\n1 tasks of unknown difficulty left out of this split"
+    assert any(line.startswith("| easy | 1 | 0.000 | ") for line in lines)

@@ -26,10 +26,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
     tasks = catalogue.tasks()
     table = Table(title=f"SimDroid tasks ({len(tasks)})")
-    for col in ("task", "apps", "complexity", "max steps"):
+    for col in ("task", "apps", "complexity", "max steps", "difficulty"):
         table.add_column(col)
     for t in tasks:
-        table.add_row(t.name, ", ".join(t.app_names), f"{t.complexity:g}", str(t.max_steps))
+        table.add_row(t.name, ", ".join(t.app_names), f"{t.complexity:g}", str(t.max_steps), t.difficulty)
     Console().print(table)
     return 0
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="training, evaluation and fork pictures: `voyager-train --help` (the training extra)",
     )
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("tasks", help="table of tasks, apps and complexity").set_defaults(fn=cmd_tasks)
+    sub.add_parser("tasks", help="table of tasks, apps, complexity and difficulty").set_defaults(fn=cmd_tasks)
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--seed", type=int, default=0, help="instance seed (and noise seed)")

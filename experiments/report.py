@@ -430,22 +430,45 @@ def difficulty_md(st: Statistics, start_row: dict[str, Any] | None) -> list[str]
 
 def heldout_md(rows: list[dict[str, Any]], algos: list[str]) -> list[str]:
     """table.md's held-out-task table (`split=tasks`): per algorithm, each seed's last `heldout_pass_at_1` (on
-    tasks never trained on) beside its first, the mean over seeds; nothing without a split."""
+    tasks never trained on) beside its first, the mean over seeds; where every seed's last evaluation logged
+    `heldout_per_task`, also the mean with its 95% stratified bootstrap interval over those tasks and the
+    probability of improvement between algorithms (as for the main table); nothing without a split."""
     lines = []
+    per_task: dict[str, list[dict[str, float]]] = {}
     for algo in algos:
-        runs: dict[int, list[float]] = {}
+        runs: dict[int, list[dict[str, Any]]] = {}
         for r in sorted(rows, key=lambda r: r.get("iteration", 0)):
             if r.get("algo") == algo and _logged(r, "heldout_pass_at_1"):
-                runs.setdefault(r.get("seed", 0), []).append(float(r["heldout_pass_at_1"]))
-        if runs:
-            first, last = [v[0] for v in runs.values()], [v[-1] for v in runs.values()]
-            lines.append(f"| {algo} | {np.mean(first):.3f} | {np.mean(last):.3f} | "
-                         + ", ".join(f"{x:.3f}" for x in last) + " |")
+                runs.setdefault(r.get("seed", 0), []).append(r)
+        if not runs:
+            continue
+        first = [float(v[0]["heldout_pass_at_1"]) for v in runs.values()]
+        last = [float(v[-1]["heldout_pass_at_1"]) for v in runs.values()]
+        tables = [v[-1].get("heldout_per_task") for v in runs.values()]
+        if all(isinstance(t, dict) and t for t in tables):
+            per_task[algo] = [{k: float(x) for k, x in t.items()} for t in tables]
+        lines.append((algo, f"{np.mean(first):.3f}", f"{np.mean(last):.3f}",
+                      ", ".join(f"{x:.3f}" for x in last)))
     if not lines:
         return []
-    return ["", "Held-out tasks (`split=tasks`: templates never trained on): Pass@1 at the start and at the "
-            "last evaluation, mean over seeds", "", *md_head("algorithm", "start", "final", "per seed"),
-            *lines]
+    agg, improvement, names, tasks = {}, {}, [], []
+    if per_task and set(per_task) == {a for a, *_ in lines}:
+        matrices, tasks = stats.score_matrices(per_task)
+        agg = {a: e["mean"] for a, e in stats.aggregates(matrices).items()}
+        names = list(matrices)
+        improvement = stats.improvements(matrices) if len(names) > 1 else {}
+    out = ["", "Held-out tasks (`split=tasks`: templates never trained on): Pass@1 at the start and at the "
+           "last evaluation, mean over seeds"
+           + (f"; the interval is the 95% stratified bootstrap interval over the {len(tasks)} held-out tasks"
+              if agg else ""), "",
+           *md_head("algorithm", "start", "final" + (": mean [95% CI]" if agg else ""), "per seed")]
+    out += [f"| {a} | {start} | {agg[a] if agg else final} | {seeds} |" for a, start, final, seeds in lines]
+    if improvement:
+        out += ["", "Held-out tasks: probability of improvement P(row > column) (as above, over the held-out "
+                "tasks)", "", *md_head("P(row > column)", *names),
+                *(f"| {x} | " + " | ".join("-" if x == y else str(improvement[x, y]) for y in names) + " |"
+                  for x in names)]
+    return out
 
 
 # the fork-level measurement's arms, after "before"

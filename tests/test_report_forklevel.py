@@ -45,3 +45,24 @@ def test_heldout_table_reads_each_seeds_first_and_last_evaluation():
     md = "\n".join(heldout_md(rows, ["grpo", "ppo"]))
     assert "| grpo | 0.250 | 0.450 | 0.400, 0.500 |" in md and "| ppo |" not in md
     assert heldout_md([{"algo": "grpo", "seed": 0, "iteration": 0, "pass_at_1": 0.5}], ["grpo"]) == []
+
+
+def test_heldout_table_gives_intervals_and_improvement_from_the_per_task_results():
+    """With each seed's `heldout_per_task`, the held-out table gives the mean's stratified bootstrap interval
+    over the held-out tasks and P(row > column); an algorithm that always scores higher has P 1."""
+    import numpy as np
+
+    from experiments import stats
+    from experiments.report import heldout_md
+
+    tasks = ["A", "B", "C"]
+    hi = {t: 1.0 for t in tasks}
+    lo = {"A": 0.0, "B": 0.5, "C": 0.0}
+    rows = [{"algo": a, "seed": s, "iteration": 1, "heldout_pass_at_1": float(np.mean(list(t.values()))),
+             "heldout_per_task": t} for a, t in (("grsd", hi), ("grpo", lo)) for s in range(2)]
+    md = "\n".join(heldout_md(rows, ["grsd", "grpo"]))
+    mats, _ = stats.score_matrices({"grsd": [hi, hi], "grpo": [lo, lo]})
+    mean = stats.aggregates(mats)["grpo"]["mean"]
+    assert f"| grpo | 0.167 | {mean} | 0.167, 0.167 |" in md and str(mean).startswith("0.167 [")
+    assert "| grsd | - | 1.000 [1.000, 1.000] |" in md and "| grpo | 0.000 [0.000, 0.000] | - |" in md
+    assert "interval over the 3 held-out tasks" in md

@@ -168,13 +168,15 @@ def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
 # FORK_EVAL_SECONDS: each iteration GRSD measures at the fork level (2026-12-04, `grsd.fork_eval`; the
 # control arm fits the replayed set a second time, then every arm's greedy rollouts and transfer evaluations):
 # 293-374 s an iteration with three jobs on the 2 cores against ~90 s unmeasured, so ~100-150 s more with two.
-# START_SECONDS: the base policy and the RFT checkpoint when not cached.
+# START_SECONDS: the base policy and the RFT checkpoint when not cached (2026-12-05, BASE_VERSION 16, 116
+# tasks: the RFT's 12 rounds logged 1,677 s beside a second such build on the other core; was 370 s for the
+# 77-task suite's six rounds).
 FORK_EVAL_SECONDS = 150.0
 PAIR_SECONDS = {"grsd": (1.8e-2, 0.0), "grpo": (3.8e-3, 0.0), "ppo": (1.28e-2, 0.0), "rft": (6.0e-3, 0.0),
                 # one seed of the default with all five, scaled by that run's GRPO against the rate above
                 "gigpo": (5.8e-3, 0.0), "vine": (3.0e-3, 0.0)}
 PAIR_OVERHEAD_S = 10.0
-START_SECONDS = 370.0
+START_SECONDS = 1_650.0
 
 
 def pair_seconds(cfg: CompareConfig, algo: str) -> float | None:

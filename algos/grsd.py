@@ -61,14 +61,7 @@ GRSD_FORK_MODES = (*FORK_MODES, "oracle")  # oracle: the robust detector's fork 
 TEACHERS = ("shortest", "similar", "all")
 POOL_DIR = "fork_pool"  # checkpoint folder of the fork pool (`fork_pool`)
 
-
-def _reflect_defaults() -> Any:
-    from algos.grsd_reflect import GRSDReflectConfig
-
-    return GRSDReflectConfig()
-
-
-REFLECT_ARM = _reflect_defaults  # the fork-level measurement's reflect arm: its GRSD-Reflect config
+REFLECT_ARM: dict[str, Any] = {}  # the fork-level measurement's reflect arm: GRSDReflectConfig's overrides
 FORK_EVAL_ARMS = ("control", "grpo", "oracle", "reflect")
 
 
@@ -137,8 +130,8 @@ class GRSDConfig(LoopConfig):
     fork_eval_arms: list[str] = setting(factory=lambda: ["control", "grpo"], choices=FORK_EVAL_ARMS)
     # control: this update without the fork samples; grpo: GRPO's update (GRPOConfig's defaults); oracle:
     # this update with every fork labelled with the task expert's action at its state; reflect: GRSD-Reflect's
-    # update (`REFLECT_ARM`'s config: its defaults), whose per-turn credit is meant to find these states (on
-    # request)
+    # update (its defaults, overridden by `REFLECT_ARM`), whose per-turn credit is meant to find these states
+    # (on request)
     fork_eval_transfer: int = setting(2, ge=0)  # held-out instances per fork task evaluated (greedy) per arm:
     # does a fix carry to other instances of the task (0: off)
     fork_eval_until: int = setting(1, ge=0)  # measure iterations 1..N only (0: every one); each measured
@@ -465,9 +458,9 @@ class GRSD(Algorithm):
                 swap = [(x, expert.get(k, r)) for (x, r), k in zip(fork, fork_keys, strict=True)]
                 self.fit(copy, kind, swap, fork_w, rft, seed)
             elif arm == "reflect":
-                from algos.grsd_reflect import GRSDReflect
+                from algos.grsd_reflect import GRSDReflect, GRSDReflectConfig
 
-                GRSDReflect(REFLECT_ARM()).update(copy, groups, iteration, seed)
+                GRSDReflect(GRSDReflectConfig(**REFLECT_ARM)).update(copy, groups, iteration, seed)
             else:
                 GRPO(GRPOConfig()).update(copy, groups, iteration, seed)
             after, n = measure(copy, self.envs, states)

@@ -132,14 +132,28 @@ def exit_with_parent(poll_s: float = 0.1, parent: int | None = None) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
-    """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
+def worker_config(cfg_dict: dict[str, Any]) -> CompareConfig:
+    """The comparison's config in a worker process (passed as a dict), its CPU numerics pinned as the
+    comparison's are."""
     cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
-    from algos.folders import atomic_write_text, inside
     from algos.run import pin_cpu_numerics
-    from experiments.recipe import train_run
 
     pin_cpu_numerics(cfg.torch_threads)
+    return cfg
+
+
+def worker_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """`workers` spawned processes that end with this one (`exit_with_parent`)."""
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                  initializer=exit_with_parent, initargs=(0.1, os.getpid()))
+
+
+def run_pair(cfg_dict: dict[str, Any], algo: str, seed: int, out: str) -> str:
+    """Train `algo` with `seed` from the cached RFT checkpoint for the budget (resumable); its folder."""
+    cfg = worker_config(cfg_dict)
+    from algos.folders import atomic_write_text, inside
+    from experiments.recipe import train_run
+
     pair = inside(Path(out), "runs", f"{algo}-s{seed}")
     status = pair_status(cfg, algo, seed, Path(out))
     if status == "done":
@@ -240,11 +254,7 @@ def prepare_start(cfg: CompareConfig) -> dict[str, Any]:
 
 def _start_from_dict(cfg_dict: dict[str, Any]) -> dict[str, Any]:
     """prepare_start in a worker process (its config passed as a dict, as run_pair's is)."""
-    cfg: CompareConfig = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(CompareConfig), cfg_dict))
-    from algos.run import pin_cpu_numerics
-
-    pin_cpu_numerics(cfg.torch_threads)
-    return prepare_start(cfg)
+    return prepare_start(worker_config(cfg_dict))
 
 
 def start_row(cfg: CompareConfig) -> dict[str, Any]:
@@ -253,8 +263,7 @@ def start_row(cfg: CompareConfig) -> dict[str, Any]:
     on the 116 tasks) that this process would otherwise keep, idle, beside every pair it waits on."""
     if cfg.workers <= 1 or start_is_cached(cfg):
         return prepare_start(cfg)
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                initializer=exit_with_parent, initargs=(0.1, os.getpid())) as ex:
+    with worker_pool(1) as ex:
         return ex.submit(_start_from_dict, as_dict(cfg)).result()
 
 
@@ -312,8 +321,7 @@ def _compare(cfg: CompareConfig, names: list[str], out: Path) -> Path:
             run_pair(cfg_dict, a, s, str(out))
             print(f"  done {a} seed {s} ({time.perf_counter() - t0:.0f} s into the comparison)")
     else:
-        with cf.ProcessPoolExecutor(max_workers=cfg.workers, mp_context=mp.get_context("spawn"),
-                                    initializer=exit_with_parent, initargs=(0.1, os.getpid())) as ex:
+        with worker_pool(cfg.workers) as ex:
             futs = {ex.submit(run_pair, cfg_dict, a, s, str(out)): (a, s) for a, s in todo}
             for f in cf.as_completed(futs):
                 a, s = futs[f]

@@ -214,6 +214,13 @@ def md_head(*cells: str) -> list[str]:
     return ["| " + " | ".join(cells) + " |", "|" + " --- |" * len(cells)]
 
 
+def improvement_md(names: list[str], improvement: dict[tuple[str, str], Any]) -> list[str]:
+    """The P(row > column) table of `stats.improvements`' estimates over `names`."""
+    return [*md_head("P(row > column)", *names),
+            *(f"| {x} | " + " | ".join("-" if x == y else str(improvement[x, y]) for y in names) + " |"
+              for x in names)]
+
+
 def statistics_md(st: Statistics) -> list[str]:
     """table.md's lines on the statistics below the main table: how the intervals were made, the probability
     of improvement matrix, the minimum detectable difference, what was left out."""
@@ -239,11 +246,7 @@ def statistics_md(st: Statistics) -> list[str]:
             "algorithm scores higher than a seed of the column algorithm (ties count half: the Mann-Whitney "
             "U over m x n), averaged over tasks; 0.5 is no difference. 95% stratified bootstrap intervals.",
             "",
-            *md_head("P(row > column)", *names),
-            *(
-                f"| {x} | " + " | ".join("-" if x == y else str(st.improvement[x, y]) for y in names) + " |"
-                for x in names
-            ),
+            *improvement_md(names, st.improvement),
         ]
     if st.detectable:
         now, more = st.detectable[0], st.detectable[1:]
@@ -465,9 +468,7 @@ def heldout_md(rows: list[dict[str, Any]], algos: list[str]) -> list[str]:
     out += [f"| {a} | {start} | {agg[a] if agg else final} | {seeds} |" for a, start, final, seeds in lines]
     if improvement:
         out += ["", "Held-out tasks: probability of improvement P(row > column) (as above, over the held-out "
-                "tasks)", "", *md_head("P(row > column)", *names),
-                *(f"| {x} | " + " | ".join("-" if x == y else str(improvement[x, y]) for y in names) + " |"
-                  for x in names)]
+                "tasks)", "", *improvement_md(names, improvement)]
     return out
 
 

@@ -32,9 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another one installed
 
+from voyager_gym import catalogue  # noqa: E402
+
 DEFAULT_OUT = ROOT / "voyager_gym" / "androidworld_metadata.json"
 SOURCE = "android_world/task_metadata.json"
-DIFFICULTIES = ("easy", "medium", "hard")
 ABOUT = (
     "AndroidWorld's per-task difficulty, tags and optimal_steps (facts read from its task_metadata.json by "
     "tools/androidworld_metadata.py; regenerate rather than edit). Loaded by voyager_gym/catalogue.py."
@@ -63,8 +64,9 @@ def facts(entries: Iterable[Mapping[str, Any]], names: Iterable[str]) -> dict[st
         if name in out:
             raise ValueError(f"task {name!r} appears twice in the metadata")
         difficulty, tags, steps = e.get("difficulty"), e.get("tags"), e.get("optimal_steps")
-        if difficulty not in DIFFICULTIES:
-            raise ValueError(f"task {name!r}: difficulty {difficulty!r} is not one of {DIFFICULTIES}")
+        if difficulty not in catalogue.DIFFICULTIES:
+            raise ValueError(f"task {name!r}: difficulty {difficulty!r} is not one of "
+                             f"{catalogue.DIFFICULTIES}")
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise ValueError(f"task {name!r}: tags {tags!r} are not a list of strings")
         if isinstance(steps, bool) or not isinstance(steps, int | str) or not str(steps).strip().isdigit() \
@@ -91,8 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", help="android_world's commit the file is from (recorded in the output)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
-    from voyager_gym import catalogue
-
     entries = json.loads(args.metadata.read_text("utf-8")) if args.metadata else read_installed()
     if not isinstance(entries, list):
         print(f"{args.metadata or SOURCE}: not a list of task entries", file=sys.stderr)

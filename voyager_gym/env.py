@@ -299,11 +299,11 @@ class VoyagerEnv(gym.Env):
         own path from the reset, and a state other actions led to may be off it (see docs/env.md). With
         `off_path` given, such a state returns it instead (e.g. `""`, for a vector env's `call` over many
         states, where one raise would lose the others' answers)."""
-        if off_path is None:
-            return self.backend.expert_action().to_json()
         try:
             return self.backend.expert_action().to_json()
         except ExpertOffPath:
+            if off_path is None:
+                raise
             return off_path
 
     @property

@@ -3,6 +3,7 @@ per-sample weights in fit_sft, and the fork-level measurement on hand-made group
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -442,7 +443,7 @@ def small_groups():
     algo.bind(envs)
     cfg = algo.rollout_config(envs, 0, False, policy)
     groups = collect(policy, envs, TrainGenerator(E2E_TASKS, seed=0).take(6),
-                     RolloutConfig(**{**cfg.__dict__, "group_size": 4}))
+                     dataclasses.replace(cfg, group_size=4))
     yield policy, groups, envs
     envs.close()
 
@@ -451,13 +452,12 @@ def test_the_reflect_arm_is_grsd_reflects_update_and_grpos_at_its_neutral_settin
     """fork_eval_arms=[grpo, reflect]: the reflect arm is GRSD-Reflect's update from the same checkpoint on
     the same groups; at strength 0 (GRPO exactly) its outcomes at every fork state are the grpo arm's."""
     import algos.grsd as grsd_module
-    from algos.grsd_reflect import GRSDReflectConfig
 
     policy, groups, envs = small_groups
     assert any(g.has_both_outcomes for g in groups), "no group had both outcomes: retune bc_small_policy"
     from algos.grsd_reflect import GRSDReflect
 
-    monkeypatch.setattr(grsd_module, "REFLECT_ARM", lambda: GRSDReflectConfig(strength=0.0))
+    monkeypatch.setattr(grsd_module, "REFLECT_ARM", {"strength": 0.0})
     calls, real = [], GRSDReflect.update
 
     def spy(self, pol, grps, iteration, seed):
